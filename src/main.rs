@@ -1,0 +1,3 @@
+fn main() {
+    println!("qwen35: CLI being written");
+}
