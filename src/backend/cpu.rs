@@ -68,6 +68,9 @@ impl CpuWeight {
     }
 }
 
+/// Weight rows dequantized together in prefill matmuls.
+const ROW_TILE: usize = 8;
+
 fn shape_error(op: &'static str, detail: String) -> BackendError {
     BackendError::Shape { op, detail }
 }
@@ -314,18 +317,24 @@ impl Backend for CpuBackend {
                         Ok(())
                     })
             } else {
-                // Prefill: dequantize each weight row once, then dot it with every token.
+                // Prefill: dequantize a tile of weight rows once, then dot it with every token
+                // (each token row is read once per tile, not once per weight row).
                 by_row
-                    .par_chunks_mut(n)
+                    .par_chunks_mut(n * ROW_TILE)
                     .enumerate()
-                    .with_min_len(4)
                     .try_for_each_init(
-                        || vec![0f32; w.cols],
-                        |row, (r, ys)| {
-                            quant::dequantize_row(w.ty, w.row(op, r)?, row)
-                                .map_err(w.quant_error(op))?;
-                            for (t, y) in ys.iter_mut().enumerate() {
-                                *y = dot(row, x.row(t));
+                        || vec![0f32; ROW_TILE * w.cols],
+                        |tile, (i, ys)| {
+                            let tile = &mut tile[..ys.len() / n * w.cols];
+                            for (k, row) in tile.chunks_exact_mut(w.cols).enumerate() {
+                                quant::dequantize_row(w.ty, w.row(op, i * ROW_TILE + k)?, row)
+                                    .map_err(w.quant_error(op))?;
+                            }
+                            for t in 0..n {
+                                let xt = x.row(t);
+                                for (k, row) in tile.chunks_exact(w.cols).enumerate() {
+                                    ys[k * n + t] = dot(row, xt);
+                                }
                             }
                             Ok(())
                         },
