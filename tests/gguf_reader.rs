@@ -222,6 +222,72 @@ fn large_string_arrays_read_quickly() {
     );
 }
 
+/// Written by gguf-py (tests/data/gguf/make_reference.py), llama.cpp's reference writer.
+const GGUF_PY_REFERENCE: &[u8] = include_bytes!("data/gguf/gguf_py_reference.gguf");
+
+#[test]
+fn reads_a_file_written_by_gguf_py() {
+    let file = open(GGUF_PY_REFERENCE.to_vec()).unwrap();
+    assert_eq!((file.version(), file.alignment()), (3, 32));
+    assert_eq!(file.get_str("general.architecture").unwrap(), "qwen35");
+    assert_eq!(file.get("test.u8"), Some(&MetaValue::U8(200)));
+    assert_eq!(file.get("test.i16"), Some(&MetaValue::I16(-30_000)));
+    assert_eq!(file.get("test.u64"), Some(&MetaValue::U64(u64::MAX - 1)));
+    assert_eq!(file.get("test.f64"), Some(&MetaValue::F64(-2.5)));
+    assert_eq!(file.get("test.bool"), Some(&MetaValue::Bool(true)));
+    assert_eq!(file.get_str("test.str").unwrap(), "héllo");
+    assert_eq!(
+        file.get_str_array("test.arr.str").unwrap(),
+        ["Ġa", "", "bc"]
+    );
+    assert_eq!(file.get_i32_array("test.arr.i32").unwrap(), vec![-1, 0, 5]);
+    let nested = file.get_array("test.arr.nested").unwrap();
+    assert!(
+        matches!(nested, MetaArray::Array(inner) if inner.len() == 2),
+        "{nested:?}"
+    );
+
+    let vec = file.tensor("t.vec").unwrap();
+    assert_eq!(
+        (vec.dims.as_slice(), vec.ggml_type),
+        (&[3][..], GgmlType::F32)
+    );
+    let values: Vec<f32> = file
+        .tensor_data(vec)
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(values, [1.0, -2.0, 0.5]);
+    let f16 = file.tensor("t.f16").unwrap();
+    assert_eq!(
+        (f16.cols(), f16.rows(), f16.ggml_type),
+        (4, 2, GgmlType::F16)
+    );
+    let q8 = file.tensor("t.q8").unwrap();
+    assert_eq!((q8.cols(), q8.rows(), q8.n_bytes), (64, 2, 4 * 34));
+    assert_eq!(q8.ggml_type, GgmlType::Q8_0);
+}
+
+#[test]
+fn rewriting_the_gguf_py_file_reproduces_it_byte_for_byte() {
+    let file = open(GGUF_PY_REFERENCE.to_vec()).unwrap();
+    let mut writer = GgufWriter::with_version(file.version()).unwrap();
+    for (key, value) in file.metadata() {
+        writer.add_kv(key, value.clone()).unwrap();
+    }
+    for tensor in file.tensors() {
+        writer
+            .add_tensor(&tensor.name, &tensor.dims, tensor.ggml_type)
+            .unwrap();
+    }
+    let mut data = writer.write_header(Vec::new()).unwrap();
+    for tensor in file.tensors() {
+        data.write_tensor(&tensor.name, file.tensor_data(tensor))
+            .unwrap();
+    }
+    assert!(data.finish().unwrap() == GGUF_PY_REFERENCE);
+}
+
 // ---- typed getters -----------------------------------------------------------------------
 
 #[test]

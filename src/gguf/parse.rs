@@ -52,22 +52,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Layout, GgufError> {
     let tensor_count = parser.count(tensor_count_what, "tensor infos", MIN_TENSOR_INFO_BYTES)?;
     let kv_count = parser.count(|| "kv_count".into(), "metadata entries", MIN_KV_BYTES)?;
 
-    let mut metadata = Vec::with_capacity(kv_count);
-    let mut key_index = HashMap::with_capacity(kv_count);
-    for index in 0..kv_count {
-        let entry_offset = parser.cursor.offset();
-        let key = parser.string(|| format!("key of metadata entry {index}"))?;
-        if key_index.contains_key(&key) {
-            return Err(GgufError::DuplicateKey {
-                key,
-                offset: Some(entry_offset),
-            });
-        }
-        let value_type = parser.value_type(&key)?;
-        let value = parser.value(&key, value_type, 0)?;
-        key_index.insert(key.clone(), metadata.len());
-        metadata.push((key, value));
-    }
+    let (metadata, key_index) = parser.metadata(kv_count)?;
     let alignment = match key_index.get(ALIGNMENT_KEY).and_then(|&i| metadata.get(i)) {
         Some((_, value)) => alignment_from_value(value)?,
         None => DEFAULT_ALIGNMENT,
@@ -82,20 +67,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Layout, GgufError> {
         "tensor infos",
         MIN_TENSOR_INFO_BYTES,
     )?;
-    let mut tensors = Vec::with_capacity(tensor_count);
-    let mut tensor_index = HashMap::with_capacity(tensor_count);
-    for index in 0..tensor_count {
-        let info_offset = parser.cursor.offset();
-        let info = parser.tensor_info(index)?;
-        if tensor_index.contains_key(&info.name) {
-            return Err(GgufError::DuplicateTensor {
-                tensor: info.name,
-                offset: Some(info_offset),
-            });
-        }
-        tensor_index.insert(info.name.clone(), tensors.len());
-        tensors.push(info);
-    }
+    let (mut tensors, tensor_index) = parser.tensor_infos(tensor_count)?;
 
     // The cursor is within a slice, and the alignment is at most 2^31, so this cannot overflow.
     let data_offset = parser.cursor.offset().next_multiple_of(alignment);
@@ -124,7 +96,7 @@ fn place_tensor(
     file_size: u64,
 ) -> Result<(), GgufError> {
     let relative = tensor.offset;
-    if relative % alignment != 0 {
+    if !relative.is_multiple_of(alignment) {
         return Err(GgufError::MisalignedOffset {
             tensor: tensor.name.clone(),
             offset: relative,
@@ -169,7 +141,48 @@ struct Parser<'a> {
     cursor: Cursor<'a>,
 }
 
+/// Entries in file order, and the index of each key in them.
+type Entries<T> = (Vec<T>, HashMap<String, usize>);
+
 impl Parser<'_> {
+    fn metadata(&mut self, kv_count: usize) -> Result<Entries<(String, MetaValue)>, GgufError> {
+        let mut metadata = Vec::with_capacity(kv_count);
+        let mut key_index = HashMap::with_capacity(kv_count);
+        for index in 0..kv_count {
+            let entry_offset = self.cursor.offset();
+            let key = self.string(|| format!("key of metadata entry {index}"))?;
+            if key_index.contains_key(&key) {
+                return Err(GgufError::DuplicateKey {
+                    key,
+                    offset: Some(entry_offset),
+                });
+            }
+            let value_type = self.value_type(&key)?;
+            let value = self.value(&key, value_type, 0)?;
+            key_index.insert(key.clone(), metadata.len());
+            metadata.push((key, value));
+        }
+        Ok((metadata, key_index))
+    }
+
+    fn tensor_infos(&mut self, tensor_count: usize) -> Result<Entries<TensorInfo>, GgufError> {
+        let mut tensors = Vec::with_capacity(tensor_count);
+        let mut tensor_index = HashMap::with_capacity(tensor_count);
+        for index in 0..tensor_count {
+            let info_offset = self.cursor.offset();
+            let info = self.tensor_info(index)?;
+            if tensor_index.contains_key(&info.name) {
+                return Err(GgufError::DuplicateTensor {
+                    tensor: info.name,
+                    offset: Some(info_offset),
+                });
+            }
+            tensor_index.insert(info.name.clone(), tensors.len());
+            tensors.push(info);
+        }
+        Ok((tensors, tensor_index))
+    }
+
     fn fixed<const N: usize>(
         &mut self,
         what: impl FnOnce() -> String,

@@ -69,7 +69,7 @@ pub(super) fn tensor_size(
         .try_fold(1u64, |n, &d| n.checked_mul(d))
         .filter(|&n| i64::try_from(n).is_ok())
         .ok_or_else(overflow)?;
-    if ne0 % ggml_type.block_elems() as u64 != 0 {
+    if !ne0.is_multiple_of(ggml_type.block_elems() as u64) {
         return Err(GgufError::NotWholeBlocks {
             tensor: name.to_string(),
             offset,
