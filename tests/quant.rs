@@ -406,8 +406,12 @@ fn quantizers_handle_zero_constant_huge_and_tiny_rows() {
         for magnitude in [1e30f32, 1e6, 1e-6, 1e-30, 1e-40] {
             let x: Vec<f32> = rng.normals(n).iter().map(|v| v * magnitude).collect();
             let decoded = round_trip(ty, &x);
+            // F16 has no scale to saturate: like ggml, out-of-range values become infinities.
+            if ty == GgmlType::F16 && magnitude > 65504.0 {
+                continue;
+            }
             assert!(
-                decoded.iter().all(|v| v.is_finite()) || ty == GgmlType::F16 || ty == GgmlType::F32,
+                decoded.iter().all(|v| v.is_finite()),
                 "{ty:?} magnitude {magnitude:e} gave non-finite output"
             );
         }

@@ -29,8 +29,28 @@ pub(super) trait BlockQuantizer: BlockFormat {
     fn encode(x: &Self::Weights) -> Self::Block;
 }
 
+/// Exact f16 → f32 widening, written branch-free so row loops vectorize (a library call per
+/// element does not). NaN payloads are kept as they are, like numpy's conversion.
 pub(super) fn f16_to_f32(bytes: [u8; 2]) -> f32 {
-    half::f16::from_le_bytes(bytes).to_f32()
+    const EXPONENT_MASK: u32 = 0x1f << 23;
+    // 127 − 15: moves an f16 exponent, shifted into f32 position, to the f32 bias.
+    const REBIAS: u32 = 112 << 23;
+    let bits = u32::from(u16::from_le_bytes(bytes));
+    let sign = (bits & 0x8000) << 16;
+    let magnitude = (bits & 0x7fff) << 13;
+    let exponent = magnitude & EXPONENT_MASK;
+    let rebiased = magnitude + REBIAS;
+    let value = if exponent == EXPONENT_MASK {
+        // Infinity or NaN: the top exponent must stay the top exponent.
+        f32::from_bits(rebiased + REBIAS)
+    } else if exponent == 0 {
+        // Zero or subnormal, m·2^-24: give it exponent 2^-14 as if normal, so the float reads
+        // 2^-14 + m·2^-24, then subtract the 2^-14 exactly.
+        f32::from_bits(rebiased + (1 << 23)) - f32::from_bits(113 << 23)
+    } else {
+        f32::from_bits(rebiased)
+    };
+    f32::from_bits(value.to_bits() | sign)
 }
 
 pub(super) fn f32_to_f16(value: f32) -> [u8; 2] {
@@ -99,4 +119,21 @@ pub(super) fn quantize_row<F: BlockQuantizer>(
         out.extend_from_slice(bytemuck::bytes_of(&F::encode(x)));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f16_widening_is_exact_for_every_bit_pattern() {
+        for bits in 0..=u16::MAX {
+            let ours = f16_to_f32(bits.to_le_bytes());
+            let reference = half::f16::from_bits(bits).to_f32();
+            assert!(
+                ours.to_bits() == reference.to_bits() || (ours.is_nan() && reference.is_nan()),
+                "{bits:#06x}: {ours:e} vs {reference:e}"
+            );
+        }
+    }
 }

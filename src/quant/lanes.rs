@@ -16,6 +16,11 @@ impl LaneSum {
         let mut w_chunks = w.chunks_exact(LANES);
         let mut x_chunks = x.chunks_exact(LANES);
         for (w, x) in (&mut w_chunks).zip(&mut x_chunks) {
+            // Fixed-length views give the compiler a constant trip count to vectorize.
+            let (Ok(w), Ok(x)) = (<&[f32; LANES]>::try_from(w), <&[f32; LANES]>::try_from(x))
+            else {
+                continue;
+            };
             for ((lane, w), x) in self.lanes.iter_mut().zip(w).zip(x) {
                 *lane += w * x;
             }
