@@ -5,6 +5,7 @@
 
 pub mod backend;
 pub mod chat;
+pub mod compare;
 pub mod gguf;
 pub mod model;
 pub mod npy;
