@@ -235,7 +235,7 @@ impl Tokenizer {
             }
             offsets.push(bytes.len());
         }
-        added.sort_by(|a, b| b.text.len().cmp(&a.text.len()));
+        added.sort_by_key(|t| std::cmp::Reverse(t.text.len()));
         check_byte_tokens(&vocab)?;
 
         let merges = merges
