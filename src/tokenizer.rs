@@ -55,6 +55,8 @@ mod token_type {
 
 #[derive(Debug, thiserror::Error)]
 pub enum TokenizerError {
+    #[error(transparent)]
+    Gguf(#[from] crate::gguf::GgufError),
     #[error("tokenizer model {0:?} is not supported (only \"gpt2\", byte-level BPE)")]
     UnsupportedModel(String),
     #[error("pre-tokenizer {0:?} is not supported (known: \"qwen35\", \"qwen2\")")]
@@ -150,6 +152,19 @@ impl std::fmt::Debug for Tokenizer {
 }
 
 impl Tokenizer {
+    /// The tokenizer a GGUF file describes in its `tokenizer.ggml.*` entries.
+    pub fn from_gguf(file: &crate::gguf::GgufFile) -> Result<Tokenizer, TokenizerError> {
+        let token_types = file.get_i32_array(keys::TOKEN_TYPE)?;
+        Self::from_metadata(&VocabMetadata {
+            model: file.get_str(keys::MODEL)?,
+            pre: file.get_str(keys::PRE)?,
+            tokens: file.get_str_array(keys::TOKENS)?,
+            token_types: &token_types,
+            merges: file.get_str_array(keys::MERGES)?,
+            eos_token_id: file.get_u32_opt(keys::EOS_TOKEN_ID)?,
+        })
+    }
+
     /// Builds the tokenizer from GGUF tokenizer metadata: checks the model kind, then
     /// [`Tokenizer::from_vocab`], then adds the file's eos token to the end-of-generation set.
     pub fn from_metadata(meta: &VocabMetadata<'_>) -> Result<Tokenizer, TokenizerError> {

@@ -350,3 +350,34 @@ fn huge_inputs_round_trip() {
         assert_eq!(tok.decode(&ids), text, "{} bytes", text.len());
     }
 }
+
+/// The fixture's own vocabulary, read from its GGUF, against the HF tokenizer that made it.
+#[test]
+fn fixture_gguf_tokenizer_matches_hf() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let file = qwen35::gguf::GgufFile::open(dir.join("tiny-f32.gguf")).unwrap();
+    let tokenizer = Tokenizer::from_gguf(&file).unwrap();
+    let golden: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("golden.json")).unwrap()).unwrap();
+    let ids = |v: &Value| -> Vec<u32> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect()
+    };
+    let prompt = golden["prompt_text"].as_str().unwrap();
+    assert_eq!(
+        tokenizer.encode(prompt, true).unwrap(),
+        ids(&golden["prompt_ids"])
+    );
+    for case in golden["tokenizer_cases"].as_array().unwrap() {
+        let text = case["text"].as_str().unwrap();
+        assert_eq!(
+            tokenizer.encode(text, true).unwrap(),
+            ids(&case["ids"]),
+            "{text:?}"
+        );
+        assert_eq!(tokenizer.decode(&ids(&case["ids"])), text);
+    }
+}
