@@ -24,7 +24,10 @@ pub struct Agreement {
 /// of `vocab`.
 pub fn compare_logits(ours: &[f32], reference: &[f32], vocab: usize) -> Agreement {
     assert_eq!(ours.len(), reference.len(), "logit sets differ in size");
-    assert!(vocab > 0 && ours.len() % vocab == 0, "size is not a multiple of vocab");
+    assert!(
+        vocab > 0 && ours.len().is_multiple_of(vocab),
+        "size is not a multiple of vocab"
+    );
     let positions: Vec<PositionAgreement> = ours
         .chunks_exact(vocab)
         .zip(reference.chunks_exact(vocab))
@@ -42,7 +45,10 @@ pub fn compare_logits(ours: &[f32], reference: &[f32], vocab: usize) -> Agreemen
     Agreement {
         min_cosine: positions.iter().map(|p| p.cosine).fold(1.0, f64::min),
         max_abs_diff: positions.iter().map(|p| p.max_abs_diff).fold(0.0, f32::max),
-        top1_matches: positions.iter().filter(|p| p.top1 == p.reference_top1).count(),
+        top1_matches: positions
+            .iter()
+            .filter(|p| p.top1 == p.reference_top1)
+            .count(),
         positions,
     }
 }

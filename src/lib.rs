@@ -11,4 +11,5 @@ pub mod model;
 pub mod npy;
 pub mod quant;
 pub mod sample;
+pub mod synth;
 pub mod tokenizer;
