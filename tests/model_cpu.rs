@@ -489,3 +489,15 @@ fn tied_output_falls_back_to_token_embd() {
     let untied = engine(GgmlType::F32).eval(&PROMPT, false).unwrap();
     assert!(rel_diff(&tied, &untied) > 1e-2);
 }
+
+#[test]
+fn absurd_sizes_are_errors_not_panics() {
+    let huge = load_error(|s| {
+        s.set("qwen35.ssm.group_count", Meta::U32(u32::MAX));
+    });
+    assert!(huge.contains("ssm.group_count"), "{huge}");
+    match Synth::new(GgmlType::F32).engine(usize::MAX / 2) {
+        Err(ModelError::ContextTooLarge { .. }) => {}
+        other => panic!("expected ContextTooLarge, got {:?}", other.err()),
+    }
+}

@@ -5,6 +5,10 @@ use crate::gguf::{GgufError, GgufFile, MetaArray, MetaValue};
 
 pub const ARCH: &str = "qwen35";
 
+/// Bound on every size read from the file, so that products of two sizes can never overflow
+/// (2^24 is far above any real dimension, head count or trained context).
+const MAX_SIZE: u32 = 1 << 24;
+
 /// What mixes tokens in a layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LayerKind {
@@ -168,6 +172,7 @@ impl Keys<'_> {
     fn positive(&self, key: &str) -> Result<usize, ModelError> {
         match self.file.get_u32(&Self::full(key))? {
             0 => Err(invalid(key, "must not be 0".into())),
+            v if v > MAX_SIZE => Err(invalid(key, format!("{v} is implausibly large"))),
             v => Ok(v as usize),
         }
     }

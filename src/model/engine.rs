@@ -29,6 +29,12 @@ impl BackendKind {
     }
 }
 
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl FromStr for BackendKind {
     type Err = ModelError;
 
@@ -98,6 +104,13 @@ impl<B: Backend> Session<B> {
     ) -> Result<Session<B>, ModelError> {
         let weights = Weights::load(file, &config, &backend)?;
         let ctx = if ctx == 0 { config.train_context } else { ctx };
+        let kv_row_bytes = config.n_kv_head * config.head_dim * std::mem::size_of::<f32>();
+        if ctx
+            .checked_mul(kv_row_bytes)
+            .is_none_or(|b| b > isize::MAX as usize)
+        {
+            return Err(ModelError::ContextTooLarge { ctx });
+        }
         let state = State::new(&backend, &config, ctx);
         Ok(Session {
             backend,

@@ -54,6 +54,8 @@ pub enum ModelError {
     },
     #[error("context full: {needed} tokens needed, context is {ctx}")]
     ContextFull { needed: usize, ctx: usize },
+    #[error("a context of {ctx} tokens cannot be allocated")]
+    ContextTooLarge { ctx: usize },
     #[error("no tokens to evaluate")]
     EmptyInput,
     #[error("token {token} is outside the vocabulary of {vocab}")]
