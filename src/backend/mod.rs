@@ -1,1 +1,2 @@
 //! (placeholder; being written)
+pub mod gpu;
