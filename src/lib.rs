@@ -5,9 +5,11 @@
 
 pub mod backend;
 pub mod chat;
+pub mod compare;
 pub mod gguf;
 pub mod model;
 pub mod npy;
 pub mod quant;
 pub mod sample;
+pub mod synth;
 pub mod tokenizer;

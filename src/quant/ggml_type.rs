@@ -130,7 +130,7 @@ impl GgmlType {
 /// blocks or the size overflows.
 pub fn row_bytes(ty: GgmlType, n_elems: u64) -> Option<u64> {
     let block = ty.block_elems() as u64;
-    if n_elems % block != 0 {
+    if !n_elems.is_multiple_of(block) {
         return None;
     }
     (n_elems / block).checked_mul(ty.block_bytes() as u64)

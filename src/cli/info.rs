@@ -1,0 +1,61 @@
+//! `qwen35 info`: what a GGUF file holds and what running it needs. It validates the whole
+//! model (config and every tensor's presence, type and shape), so a bad file fails here.
+
+use super::open_gguf;
+use clap::Args;
+use qwen35::model::{load_engine, BackendKind, LayerKind};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct InfoArgs {
+    /// GGUF model file.
+    #[arg(short, long)]
+    model: PathBuf,
+    /// Context length to size the state for.
+    #[arg(long, default_value_t = 8192)]
+    ctx: usize,
+}
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+pub fn run(args: InfoArgs) -> anyhow::Result<()> {
+    let file = open_gguf(&args.model)?;
+    // Loading on the CPU maps the weights without copying them; it checks every tensor.
+    let engine = load_engine(file.clone(), BackendKind::Cpu, 1, 1)?;
+    let c = engine.config();
+
+    let mut types: BTreeMap<String, (usize, u64)> = BTreeMap::new();
+    for t in file.tensors() {
+        let entry = types.entry(t.ggml_type.name()).or_default();
+        entry.0 += 1;
+        entry.1 += t.n_bytes;
+    }
+    let weight_bytes: u64 = file.tensors().iter().map(|t| t.n_bytes).sum();
+    let n_attention = c.layers.iter().filter(|k| **k == LayerKind::FullAttention).count();
+    let n_delta = c.layers.len() - n_attention;
+
+    println!("file        {} ({:.2} GiB, GGUF v{}, {} tensors, {} metadata keys)",
+        args.model.display(), file.file_size() as f64 / GIB, file.version(), file.tensors().len(), file.metadata().count());
+    if let Ok(Some(name)) = file.get_str_opt("general.name") {
+        println!("name        {name}");
+    }
+    println!("arch        qwen35: {} layers ({} Gated DeltaNet, {} gated full attention)", c.layers.len(), n_delta, n_attention);
+    println!("dims        hidden {}, ffn {}, vocab {}, trained context {}", c.n_embd, c.n_ff, c.vocab, c.train_context);
+    println!("attention   {} heads / {} kv heads x {}, RoPE on {} dims, base {}", c.n_head, c.n_kv_head, c.head_dim, c.rope_dims, c.rope_base);
+    println!("deltanet    {} key heads x {}, {} value heads x {}, conv {}", c.ssm_k_heads, c.ssm_k_dim, c.ssm_v_heads, c.ssm_v_dim, c.conv_kernel);
+    let listed: Vec<String> = types.iter().map(|(name, (n, _))| format!("{name} {n}")).collect();
+    println!("tensors     {}", listed.join(", "));
+
+    let f32_bytes = 4u64;
+    let kv = (n_attention * 2 * c.n_kv_head * c.head_dim * args.ctx) as u64 * f32_bytes;
+    let recurrent = (n_delta * c.ssm_v_heads * c.ssm_k_dim * c.ssm_v_dim) as u64 * f32_bytes;
+    let conv = (n_delta * (c.conv_kernel - 1) * c.conv_channels()) as u64 * f32_bytes;
+    println!("weights     {:.3} GiB", weight_bytes as f64 / GIB);
+    println!(
+        "state       {:.3} GiB at --ctx {} (KV cache {:.3} GiB f32, recurrent {:.3} GiB, conv {:.4} GiB)",
+        (kv + recurrent + conv) as f64 / GIB, args.ctx, kv as f64 / GIB, recurrent as f64 / GIB, conv as f64 / GIB
+    );
+    println!("memory      {:.3} GiB needed (weights + state)", (weight_bytes + kv + recurrent + conv) as f64 / GIB);
+    Ok(())
+}

@@ -1,0 +1,47 @@
+//! The f32 accumulator behind every fused dot product.
+
+/// Independent partial sums: they break the serial add chain so the compiler can keep them in
+/// vector registers, and each lane sums only 1/LANES of the terms, which also bounds the
+/// rounding error a long row accumulates.
+const LANES: usize = 16;
+
+#[derive(Default)]
+pub(super) struct LaneSum {
+    lanes: [f32; LANES],
+}
+
+impl LaneSum {
+    /// Adds Σ w[i]·x[i]; `w` and `x` have the same length.
+    pub(super) fn add(&mut self, w: &[f32], x: &[f32]) {
+        let mut w_chunks = w.chunks_exact(LANES);
+        let mut x_chunks = x.chunks_exact(LANES);
+        for (w, x) in (&mut w_chunks).zip(&mut x_chunks) {
+            // Fixed-length views give the compiler a constant trip count to vectorize.
+            let (Ok(w), Ok(x)) = (<&[f32; LANES]>::try_from(w), <&[f32; LANES]>::try_from(x))
+            else {
+                continue;
+            };
+            for ((lane, w), x) in self.lanes.iter_mut().zip(w).zip(x) {
+                *lane += w * x;
+            }
+        }
+        let tail = w_chunks.remainder().iter().zip(x_chunks.remainder());
+        for (lane, (w, x)) in self.lanes.iter_mut().zip(tail) {
+            *lane += w * x;
+        }
+    }
+
+    /// Folds the lanes pairwise (halving each round) to keep the final sum balanced.
+    pub(super) fn total(&self) -> f32 {
+        let mut lanes = self.lanes;
+        let mut width = LANES;
+        while width > 1 {
+            width /= 2;
+            let (low, high) = lanes.split_at_mut(width);
+            for (low, high) in low.iter_mut().zip(high.iter()) {
+                *low += high;
+            }
+        }
+        lanes.first().copied().unwrap_or(0.0)
+    }
+}
