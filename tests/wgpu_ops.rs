@@ -549,3 +549,67 @@ fn host_writes_land_after_recorded_work() {
     assert_eq!(read_all(gpu, &x), [5.0, 5.0, 5.0, 9.0, 10.0, 11.0]);
     assert!(gpu.write_rows(&x, 1, &[1.0; 6]).is_err());
 }
+
+/// Random blocks of a quantized type whose f16 scale fields are set to small finite values
+/// (random bits there would make Inf and NaN); every other byte is random.
+fn random_blocks(rng: &mut Rng, ty: GgmlType, n_elems: usize) -> Vec<u8> {
+    let scale_offsets: &[usize] = match ty {
+        GgmlType::Q8_0 | GgmlType::Q4_0 | GgmlType::Q5_0 => &[0],
+        GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
+        GgmlType::Q6_K => &[208],
+        other => panic!("{other:?} is not a block format"),
+    };
+    let blocks = n_elems / ty.block_elems();
+    let mut bytes: Vec<u8> = (0..blocks * ty.block_bytes())
+        .map(|_| (rng.next().to_bits() >> 7) as u8)
+        .collect();
+    for block in bytes.chunks_exact_mut(ty.block_bytes()) {
+        for &at in scale_offsets {
+            let scale = f16::from_f32(0.002 + 0.01 * rng.next().abs());
+            block[at..at + 2].copy_from_slice(&scale.to_le_bytes());
+        }
+    }
+    bytes
+}
+
+#[test]
+fn quantized_matmul_and_embed_against_quant_module() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(12);
+    let (rows, cols, tokens) = (13, 512, 2);
+    for ty in [
+        GgmlType::Q8_0,
+        GgmlType::Q4_0,
+        GgmlType::Q5_0,
+        GgmlType::Q4_K,
+        GgmlType::Q5_K,
+        GgmlType::Q6_K,
+    ] {
+        let bytes = random_blocks(&mut rng, ty, rows * cols);
+        let row_bytes = bytes.len() / rows;
+        let x = rng.vec(tokens * cols);
+        let want: Vec<f32> = x
+            .chunks_exact(cols)
+            .flat_map(|xr| {
+                bytes
+                    .chunks_exact(row_bytes)
+                    .map(|row| qwen35::quant::dot_row(ty, row, xr).unwrap())
+            })
+            .collect();
+        let weight = gpu
+            .upload_weight_in_parts("q", ty, rows, cols, &bytes, 5)
+            .unwrap();
+        let xt = gpu.upload(tokens, cols, &x).unwrap();
+        let got = gpu.matmul(&xt, &weight).unwrap();
+        assert_close(&format!("matmul {ty:?}"), &read_all(gpu, &got), &want);
+
+        let ids = [12u32, 0, 6];
+        let mut want = vec![0f32; ids.len() * cols];
+        for (&id, out) in ids.iter().zip(want.chunks_exact_mut(cols)) {
+            let row = &bytes[id as usize * row_bytes..(id as usize + 1) * row_bytes];
+            qwen35::quant::dequantize_row(ty, row, out).unwrap();
+        }
+        let got = gpu.embed(&weight, &ids).unwrap();
+        assert_close(&format!("embed {ty:?}"), &read_all(gpu, &got), &want);
+    }
+}
