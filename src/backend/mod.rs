@@ -7,6 +7,7 @@
 //! scalar (position, eps, sizes) is an op argument, never a tensor that would have to be read.
 
 pub mod cpu;
+pub mod gpu;
 
 use std::sync::Arc;
 
