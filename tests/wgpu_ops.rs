@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 use half::{bf16, f16};
 use qwen35::backend::gpu::{GpuError, GpuTensor, Wgpu};
+use qwen35::backend::{AttentionShape, DeltaNetShape};
 use qwen35::quant::GgmlType;
 
 fn gpu() -> Option<&'static Wgpu> {
@@ -401,7 +402,17 @@ fn attention_prefill_then_decode() {
         let vt = gpu.upload(rows, kv_cols, &v_hist[kv.clone()]).unwrap();
         let out = gpu
             .attention(
-                &qt, &kt, &vt, &k_cache, &v_cache, pos0, n_head, n_kv_head, head_dim,
+                &qt,
+                &kt,
+                &vt,
+                &k_cache,
+                &v_cache,
+                pos0,
+                AttentionShape {
+                    n_head,
+                    n_kv_head,
+                    head_dim,
+                },
             )
             .unwrap();
         let want = reference_attention(&q, &k_hist, &v_hist, pos0, shape);
@@ -525,10 +536,12 @@ fn delta_rule_against_reference() {
                 &up(&g, n_v_head),
                 &up(&beta, n_v_head),
                 &state,
-                n_k_head,
-                n_v_head,
-                k_dim,
-                v_dim,
+                DeltaNetShape {
+                    n_k_head,
+                    n_v_head,
+                    k_dim,
+                    v_dim,
+                },
             )
             .unwrap();
         assert_close(
@@ -613,5 +626,32 @@ fn quantized_matmul_and_embed_against_quant_module() {
         }
         let got = gpu.embed(&weight, &ids).unwrap();
         assert_close(&format!("embed {ty:?}"), &read_all(gpu, &got), &want);
+    }
+}
+
+/// The tiny fixture models end to end: a prefill then decode steps on the GPU give the CPU
+/// backend's logits.
+#[test]
+fn tiny_models_match_the_cpu_backend() {
+    use qwen35::backend::cpu::CpuBackend;
+    use qwen35::gguf::GgufFile;
+    use qwen35::model::{Config, Engine, Session};
+    use std::sync::Arc;
+
+    if gpu().is_none() {
+        return;
+    }
+    for name in ["tiny-q4_k.gguf", "tiny-q8_0.gguf", "tiny-f32.gguf"] {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/").to_string() + name;
+        let file = Arc::new(GgufFile::open(&path).unwrap());
+        let config = Config::from_gguf(&file).unwrap();
+        let cpu = CpuBackend::new(1).unwrap();
+        let mut on_cpu = Session::new(cpu, &file, config.clone(), 32).unwrap();
+        let mut on_gpu = Session::new(Wgpu::new().unwrap(), &file, config, 32).unwrap();
+        for tokens in [&[1u32, 7, 42, 3, 99][..], &[5], &[17]] {
+            let want = on_cpu.eval(tokens, true).unwrap();
+            let got = on_gpu.eval(tokens, true).unwrap();
+            assert_close(&format!("{name} after {tokens:?}"), &got, &want);
+        }
     }
 }

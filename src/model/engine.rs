@@ -9,6 +9,7 @@ use super::state::{Snapshot, State};
 use super::weights::Weights;
 use super::ModelError;
 use crate::backend::cpu::CpuBackend;
+use crate::backend::gpu::Wgpu;
 use crate::backend::Backend;
 use crate::gguf::GgufFile;
 
@@ -80,9 +81,18 @@ pub fn load_engine(
             })?;
             Ok(Box::new(Session::new(cpu, &file, config, ctx)?))
         }
-        BackendKind::Wgpu | BackendKind::Metal => Err(ModelError::BackendUnavailable {
-            backend: backend.name(),
-            reason: "GPU backends are not built yet; use --backend cpu".into(),
+        BackendKind::Wgpu => {
+            let gpu = Wgpu::new().map_err(|e| ModelError::BackendUnavailable {
+                backend: "wgpu",
+                reason: e.to_string(),
+            })?;
+            Ok(Box::new(Session::new(gpu, &file, config, ctx)?))
+        }
+        BackendKind::Metal => Err(ModelError::BackendUnavailable {
+            backend: "metal",
+            reason: "the Metal kernels are not built yet; use --backend wgpu (it runs on Metal \
+                     through wgpu) or cpu"
+                .into(),
         }),
     }
 }

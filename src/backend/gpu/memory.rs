@@ -127,6 +127,18 @@ impl Wgpu {
         Ok(GpuTensor { rows, cols, buffer })
     }
 
+    /// A tensor of the given dims over a one-word buffer, standing in for one that could not
+    /// be created (the backend is poisoned then, so no op reaches the buffer).
+    pub(super) fn placeholder(&self, rows: usize, cols: usize) -> GpuTensor {
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("placeholder"),
+            size: 4,
+            usage: TENSOR_USAGE,
+            mapped_at_creation: false,
+        });
+        GpuTensor { rows, cols, buffer }
+    }
+
     /// Waits for the recorded work and copies rows `start..start+count` (clamped) to the host.
     pub fn read_rows(
         &self,

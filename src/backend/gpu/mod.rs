@@ -4,6 +4,7 @@
 //! the kernels; tensors larger than one storage binding are split into row ranges. Ops record
 //! dispatches into one compute pass; only a readback submits and waits (see [`recorder`]).
 
+mod backend;
 mod error;
 mod kernels;
 mod memory;

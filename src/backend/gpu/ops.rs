@@ -3,6 +3,7 @@
 use super::kernels::Kernel;
 use super::recorder::Binding;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
+use crate::backend::{AttentionShape, DeltaNetShape};
 
 /// Invocations per workgroup of every kernel (WGSL `WG` in grid.wgsl).
 const WG: usize = 64;
@@ -377,10 +378,13 @@ impl Wgpu {
         k_cache: &GpuTensor,
         v_cache: &GpuTensor,
         pos0: usize,
-        n_head: usize,
-        n_kv_head: usize,
-        head_dim: usize,
+        shape: AttentionShape,
     ) -> Result<GpuTensor, GpuError> {
+        let AttentionShape {
+            n_head,
+            n_kv_head,
+            head_dim,
+        } = shape;
         let kv_cols = n_kv_head * head_dim;
         let fits = n_kv_head > 0
             && n_head.is_multiple_of(n_kv_head)
@@ -494,11 +498,14 @@ impl Wgpu {
         g: &GpuTensor,
         beta: &GpuTensor,
         state: &GpuTensor,
-        n_k_head: usize,
-        n_v_head: usize,
-        k_dim: usize,
-        v_dim: usize,
+        shape: DeltaNetShape,
     ) -> Result<GpuTensor, GpuError> {
+        let DeltaNetShape {
+            n_k_head,
+            n_v_head,
+            k_dim,
+            v_dim,
+        } = shape;
         let n = q.rows;
         let fits = n_k_head > 0
             && (1..=MAX_K_DIM).contains(&k_dim)

@@ -1,0 +1,210 @@
+//! [`Backend`] for [`Wgpu`]: the trait's ops over the inherent ones, errors mapped to
+//! [`BackendError`].
+
+use std::sync::Arc;
+
+use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
+use crate::backend::{AttentionShape, Backend, BackendError, DeltaNetShape};
+use crate::gguf::{GgufFile, TensorInfo};
+
+impl GpuError {
+    /// The trait's error for a failure of `op`. Device-level failures (no memory, a lost
+    /// device, a failed readback) have no variant of their own there and keep their message.
+    fn into_backend(self, op: &'static str) -> BackendError {
+        match self {
+            GpuError::Shape { op, detail } => BackendError::Shape { op, detail },
+            GpuError::TokenOutOfRange { token, vocab } => {
+                BackendError::TokenOutOfRange { token, vocab }
+            }
+            other => BackendError::Shape {
+                op,
+                detail: other.to_string(),
+            },
+        }
+    }
+}
+
+impl Wgpu {
+    /// For the trait's infallible ops: remembers `error` so that every later op and readback
+    /// fails with it.
+    fn poison(&self, error: GpuError) {
+        log::error!("wgpu: {error}");
+        if let Ok(mut first) = self.device_error.lock() {
+            first.get_or_insert_with(|| error.to_string());
+        }
+    }
+}
+
+impl Backend for Wgpu {
+    type Tensor = GpuTensor;
+    type Weight = GpuWeight;
+
+    fn upload_weight(
+        &self,
+        file: &Arc<GgufFile>,
+        info: &TensorInfo,
+    ) -> Result<GpuWeight, BackendError> {
+        let cols = info.dims.first().copied().unwrap_or(0) as usize;
+        let rows = info.dims.iter().skip(1).product::<u64>() as usize;
+        Wgpu::upload_weight(
+            self,
+            &info.name,
+            info.ggml_type,
+            rows,
+            cols,
+            file.tensor_data(info),
+        )
+        .map_err(|e| e.into_backend("upload_weight"))
+    }
+
+    fn upload(&self, rows: usize, cols: usize, data: &[f32]) -> Result<GpuTensor, BackendError> {
+        Wgpu::upload(self, rows, cols, data).map_err(|e| e.into_backend("upload"))
+    }
+
+    /// A tensor too large for a binding poisons the backend (the trait's `zeros` cannot fail):
+    /// the next op or readback reports it.
+    fn zeros(&self, rows: usize, cols: usize) -> GpuTensor {
+        Wgpu::zeros(self, rows, cols).unwrap_or_else(|e| {
+            self.poison(e);
+            self.placeholder(rows, cols)
+        })
+    }
+
+    fn dims(&self, x: &GpuTensor) -> (usize, usize) {
+        x.dims()
+    }
+
+    /// A failed readback poisons the backend and yields no values.
+    fn read_rows(&self, x: &GpuTensor, start: usize, count: usize) -> Vec<f32> {
+        Wgpu::read_rows(self, x, start, count).unwrap_or_else(|e| {
+            self.poison(e);
+            Vec::new()
+        })
+    }
+
+    fn write_rows(
+        &self,
+        x: &mut GpuTensor,
+        start: usize,
+        data: &[f32],
+    ) -> Result<(), BackendError> {
+        Wgpu::write_rows(self, x, start, data).map_err(|e| e.into_backend("write_rows"))
+    }
+
+    fn embed(&self, table: &GpuWeight, tokens: &[u32]) -> Result<GpuTensor, BackendError> {
+        Wgpu::embed(self, table, tokens).map_err(|e| e.into_backend("embed"))
+    }
+
+    fn matmul(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, BackendError> {
+        Wgpu::matmul(self, x, w).map_err(|e| e.into_backend("matmul"))
+    }
+
+    fn rows(&self, x: &GpuTensor, start: usize, count: usize) -> Result<GpuTensor, BackendError> {
+        Wgpu::rows(self, x, start, count).map_err(|e| e.into_backend("rows"))
+    }
+
+    fn slice_cols(
+        &self,
+        x: &GpuTensor,
+        group: usize,
+        offset: usize,
+        width: usize,
+    ) -> Result<GpuTensor, BackendError> {
+        Wgpu::slice_cols(self, x, group, offset, width).map_err(|e| e.into_backend("slice_cols"))
+    }
+
+    fn rms_norm(&self, x: &GpuTensor, w: &GpuTensor, eps: f32) -> Result<GpuTensor, BackendError> {
+        Wgpu::rms_norm(self, x, w, eps).map_err(|e| e.into_backend("rms_norm"))
+    }
+
+    fn l2_norm(
+        &self,
+        x: &GpuTensor,
+        group: usize,
+        scale: f32,
+        eps: f32,
+    ) -> Result<GpuTensor, BackendError> {
+        Wgpu::l2_norm(self, x, group, scale, eps).map_err(|e| e.into_backend("l2_norm"))
+    }
+
+    fn add(&self, x: &mut GpuTensor, y: &GpuTensor) -> Result<(), BackendError> {
+        Wgpu::add(self, x, y).map_err(|e| e.into_backend("add"))
+    }
+
+    fn swiglu(&self, gate: &GpuTensor, up: &GpuTensor) -> Result<GpuTensor, BackendError> {
+        Wgpu::swiglu(self, gate, up).map_err(|e| e.into_backend("swiglu"))
+    }
+
+    fn sigmoid_mul(&self, x: &GpuTensor, gate: &GpuTensor) -> Result<GpuTensor, BackendError> {
+        Wgpu::sigmoid_mul(self, x, gate).map_err(|e| e.into_backend("sigmoid_mul"))
+    }
+
+    fn rope(
+        &self,
+        x: &GpuTensor,
+        head_dim: usize,
+        rot_dims: usize,
+        freq_base: f32,
+        pos0: usize,
+    ) -> Result<GpuTensor, BackendError> {
+        Wgpu::rope(self, x, head_dim, rot_dims, freq_base, pos0).map_err(|e| e.into_backend("rope"))
+    }
+
+    fn attention(
+        &self,
+        q: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        k_cache: &mut GpuTensor,
+        v_cache: &mut GpuTensor,
+        pos0: usize,
+        shape: AttentionShape,
+    ) -> Result<GpuTensor, BackendError> {
+        Wgpu::attention(self, q, k, v, k_cache, v_cache, pos0, shape)
+            .map_err(|e| e.into_backend("attention"))
+    }
+
+    fn conv1d_silu(
+        &self,
+        x: &GpuTensor,
+        w: &GpuTensor,
+        state: &mut GpuTensor,
+    ) -> Result<GpuTensor, BackendError> {
+        Wgpu::conv1d_silu(self, x, w, state).map_err(|e| e.into_backend("conv1d_silu"))
+    }
+
+    fn delta_net_gates(
+        &self,
+        alpha: &GpuTensor,
+        beta: &GpuTensor,
+        ssm_a: &GpuTensor,
+        dt_bias: &GpuTensor,
+    ) -> Result<(GpuTensor, GpuTensor), BackendError> {
+        Wgpu::delta_net_gates(self, alpha, beta, ssm_a, dt_bias)
+            .map_err(|e| e.into_backend("delta_net_gates"))
+    }
+
+    fn delta_rule(
+        &self,
+        q: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        g: &GpuTensor,
+        beta: &GpuTensor,
+        state: &mut GpuTensor,
+        shape: DeltaNetShape,
+    ) -> Result<GpuTensor, BackendError> {
+        Wgpu::delta_rule(self, q, k, v, g, beta, state, shape)
+            .map_err(|e| e.into_backend("delta_rule"))
+    }
+
+    fn gated_rms_norm(
+        &self,
+        x: &GpuTensor,
+        z: &GpuTensor,
+        w: &GpuTensor,
+        eps: f32,
+    ) -> Result<GpuTensor, BackendError> {
+        Wgpu::gated_rms_norm(self, x, z, w, eps).map_err(|e| e.into_backend("gated_rms_norm"))
+    }
+}
