@@ -1,7 +1,7 @@
 //! `qwen35 info`: what a GGUF file holds and what running it needs. It validates the whole
 //! model (config and every tensor's presence, type and shape), so a bad file fails here.
 
-use super::open_gguf;
+use super::{load_tokenizer, open_gguf};
 use clap::Args;
 use qwen35::model::{load_engine, BackendKind, LayerKind};
 use std::collections::BTreeMap;
@@ -34,6 +34,14 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     // Loading on the CPU maps the weights without copying them; it checks every tensor.
     let engine = load_engine(file.clone(), BackendKind::Cpu, 1, 1)?;
     let c = engine.config();
+    let tokenizer = load_tokenizer(&file, &args.model)?;
+    anyhow::ensure!(
+        tokenizer.vocab_size() == c.vocab,
+        "{}: the tokenizer has {} tokens but token_embd has {} rows",
+        args.model.display(),
+        tokenizer.vocab_size(),
+        c.vocab
+    );
 
     let mut types: BTreeMap<String, (usize, u64)> = BTreeMap::new();
     for t in file.tensors() {
@@ -77,6 +85,16 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     println!(
         "deltanet    {} key heads x {}, {} value heads x {}, conv {}",
         c.ssm_k_heads, c.ssm_k_dim, c.ssm_v_heads, c.ssm_v_dim, c.conv_kernel
+    );
+    let eos: Vec<String> = tokenizer
+        .eos_ids()
+        .iter()
+        .map(|id| id.to_string())
+        .collect();
+    println!(
+        "tokenizer   {} tokens, end of generation {}",
+        tokenizer.vocab_size(),
+        eos.join(" ")
     );
     let listed: Vec<String> = types
         .iter()
