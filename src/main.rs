@@ -1,5 +1,17 @@
-// The CLI in src/cli/ is wired in once the model and tokenizer modules land.
-fn main() {
-    eprintln!("qwen35: the CLI is being assembled");
-    std::process::exit(2);
+//! The `qwen35` command line: one subcommand per file under src/cli/.
+
+mod cli;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    match cli::run(cli::Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

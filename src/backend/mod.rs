@@ -1,1 +1,180 @@
-//! (placeholder; being written)
+//! The op set the model is written against ([`crate::model::forward`]).
+//!
+//! A backend implements these ops and owns no model logic. Activations are opaque
+//! [`Backend::Tensor`]s: f32 matrices of `rows` (tokens, heads, cache slots) × `cols`. On the CPU an
+//! op computes at once; a GPU backend records a dispatch instead, and only [`Backend::read_rows`]
+//! waits for the recorded work — nothing in the op set forces a readback mid-forward, and every
+//! scalar (position, eps, sizes) is an op argument, never a tensor that would have to be read.
+
+pub mod cpu;
+pub mod gpu;
+
+use std::sync::Arc;
+
+use crate::gguf::{GgufFile, TensorInfo};
+use crate::quant::QuantError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("{op}: {detail}")]
+    Shape { op: &'static str, detail: String },
+    #[error("{op}: weight {tensor}: {source}")]
+    Quant {
+        op: &'static str,
+        tensor: String,
+        #[source]
+        source: QuantError,
+    },
+    #[error("embedding: token {token} is outside the vocabulary of {vocab}")]
+    TokenOutOfRange { token: u32, vocab: usize },
+}
+
+/// Head geometry of gated full attention (§4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttentionShape {
+    pub n_head: usize,
+    pub n_kv_head: usize,
+    pub head_dim: usize,
+}
+
+/// Head geometry of the Gated DeltaNet recurrence (§5): value head h reads q/k head `h % n_k_head`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeltaNetShape {
+    pub n_k_head: usize,
+    pub n_v_head: usize,
+    pub k_dim: usize,
+    pub v_dim: usize,
+}
+
+pub trait Backend: Send + Sync {
+    /// An f32 activation matrix on the backend.
+    type Tensor: Send + Sync;
+    /// A weight matrix in its file format, uploaded once.
+    type Weight: Send + Sync;
+
+    /// Uploads a GGUF tensor as a matrix of `dims[1..]` rows of `dims[0]` elements.
+    fn upload_weight(
+        &self,
+        file: &Arc<GgufFile>,
+        info: &TensorInfo,
+    ) -> Result<Self::Weight, BackendError>;
+    /// An f32 matrix of `rows × cols` from host values (row-major).
+    fn upload(&self, rows: usize, cols: usize, data: &[f32]) -> Result<Self::Tensor, BackendError>;
+    /// A zero matrix of `rows × cols`.
+    fn zeros(&self, rows: usize, cols: usize) -> Self::Tensor;
+    /// (rows, cols) of a tensor.
+    fn dims(&self, x: &Self::Tensor) -> (usize, usize);
+    /// Waits for pending work and copies rows `start..start+count` to the host (clamped to the tensor).
+    fn read_rows(&self, x: &Self::Tensor, start: usize, count: usize) -> Vec<f32>;
+    /// Overwrites rows `start..` of `x` with host values (whole rows).
+    fn write_rows(
+        &self,
+        x: &mut Self::Tensor,
+        start: usize,
+        data: &[f32],
+    ) -> Result<(), BackendError>;
+
+    /// Row `tokens[t]` of `table`, dequantized, for each t.
+    fn embed(&self, table: &Self::Weight, tokens: &[u32]) -> Result<Self::Tensor, BackendError>;
+    /// `y = x · Wᵀ` for every row of x.
+    fn matmul(&self, x: &Self::Tensor, w: &Self::Weight) -> Result<Self::Tensor, BackendError>;
+    /// Rows `start..start+count` of x.
+    fn rows(
+        &self,
+        x: &Self::Tensor,
+        start: usize,
+        count: usize,
+    ) -> Result<Self::Tensor, BackendError>;
+    /// In each group of `group` columns, the columns `offset..offset+width`, concatenated.
+    fn slice_cols(
+        &self,
+        x: &Self::Tensor,
+        group: usize,
+        offset: usize,
+        width: usize,
+    ) -> Result<Self::Tensor, BackendError>;
+    /// Each contiguous group of `w.len()` columns: `x / sqrt(mean(x²) + eps) ⊙ w` (w: one row).
+    fn rms_norm(
+        &self,
+        x: &Self::Tensor,
+        w: &Self::Tensor,
+        eps: f32,
+    ) -> Result<Self::Tensor, BackendError>;
+    /// Each group of `group` columns: `x · scale / sqrt(Σx² + eps)`.
+    fn l2_norm(
+        &self,
+        x: &Self::Tensor,
+        group: usize,
+        scale: f32,
+        eps: f32,
+    ) -> Result<Self::Tensor, BackendError>;
+    /// `x += y`.
+    fn add(&self, x: &mut Self::Tensor, y: &Self::Tensor) -> Result<(), BackendError>;
+    /// `silu(gate) ⊙ up`.
+    fn swiglu(&self, gate: &Self::Tensor, up: &Self::Tensor) -> Result<Self::Tensor, BackendError>;
+    /// `x ⊙ sigmoid(gate)`.
+    fn sigmoid_mul(
+        &self,
+        x: &Self::Tensor,
+        gate: &Self::Tensor,
+    ) -> Result<Self::Tensor, BackendError>;
+    /// NeoX RoPE on the first `rot_dims` of every `head_dim` group, row t at position `pos0 + t`.
+    fn rope(
+        &self,
+        x: &Self::Tensor,
+        head_dim: usize,
+        rot_dims: usize,
+        freq_base: f32,
+        pos0: usize,
+    ) -> Result<Self::Tensor, BackendError>;
+    /// Writes k, v into cache rows `pos0..`, then causal GQA softmax attention of q over cache rows
+    /// `0..=pos0+t`, scale 1/sqrt(head_dim); q head h reads kv head `h / (n_head / n_kv_head)`.
+    #[allow(clippy::too_many_arguments)]
+    fn attention(
+        &self,
+        q: &Self::Tensor,
+        k: &Self::Tensor,
+        v: &Self::Tensor,
+        k_cache: &mut Self::Tensor,
+        v_cache: &mut Self::Tensor,
+        pos0: usize,
+        shape: AttentionShape,
+    ) -> Result<Self::Tensor, BackendError>;
+    /// Causal depthwise conv (`w`: one row of taps per channel, oldest first) over the raw inputs
+    /// in `state` (the previous taps−1 rows) followed by x, then SiLU; `state` keeps the last rows.
+    fn conv1d_silu(
+        &self,
+        x: &Self::Tensor,
+        w: &Self::Tensor,
+        state: &mut Self::Tensor,
+    ) -> Result<Self::Tensor, BackendError>;
+    /// `(g, β) = (ssm_a · softplus(alpha + dt_bias), sigmoid(beta))`, elementwise per head.
+    fn delta_net_gates(
+        &self,
+        alpha: &Self::Tensor,
+        beta: &Self::Tensor,
+        ssm_a: &Self::Tensor,
+        dt_bias: &Self::Tensor,
+    ) -> Result<(Self::Tensor, Self::Tensor), BackendError>;
+    /// The gated delta rule (QWEN35.md §5.4) token by token over the rows, per value head, on the
+    /// f32 `state` (one row of k_dim × v_dim per value head, key index major); returns o.
+    #[allow(clippy::too_many_arguments)]
+    fn delta_rule(
+        &self,
+        q: &Self::Tensor,
+        k: &Self::Tensor,
+        v: &Self::Tensor,
+        g: &Self::Tensor,
+        beta: &Self::Tensor,
+        state: &mut Self::Tensor,
+        shape: DeltaNetShape,
+    ) -> Result<Self::Tensor, BackendError>;
+    /// Each group of `w.len()` columns: `x / sqrt(mean(x²) + eps) ⊙ w ⊙ silu(z)`.
+    fn gated_rms_norm(
+        &self,
+        x: &Self::Tensor,
+        z: &Self::Tensor,
+        w: &Self::Tensor,
+        eps: f32,
+    ) -> Result<Self::Tensor, BackendError>;
+}

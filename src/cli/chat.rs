@@ -150,7 +150,11 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
         }
         log::info!("{}", generation.speed_report());
         // Close the reply with <|im_end|> in the model's state, whatever stopped it.
-        pending.extend(generation.unfed.filter(|t| !tokenizer.eos_ids().contains(t)));
+        pending.extend(
+            generation
+                .unfed
+                .filter(|t| !tokenizer.eos_ids().contains(t)),
+        );
         pending.push(im_end);
     }
     Ok(())

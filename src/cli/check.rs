@@ -115,7 +115,7 @@ fn check_fixtures(
         let file = open_gguf(&path)?;
         let (shape, hf_logits) = npy::read_f32(&dir.join(&expected.logits))?;
         let mut cpu = load_engine(file.clone(), BackendKind::Cpu, threads, 4096)?;
-        let vocab = cpu.config().vocab_size;
+        let vocab = cpu.config().vocab;
         anyhow::ensure!(
             shape == [golden.prompt_ids.len(), vocab],
             "{}: shape {shape:?} does not match the prompt and vocabulary",
@@ -160,7 +160,7 @@ fn check_model(
 ) -> anyhow::Result<()> {
     let file = open_gguf(path)?;
     let mut cpu = load_engine(file.clone(), BackendKind::Cpu, threads, 4096)?;
-    let vocab = cpu.config().vocab_size;
+    let vocab = cpu.config().vocab;
     if let Some(bad) = prompt.iter().find(|&&id| id as usize >= vocab) {
         anyhow::bail!("token id {bad} is outside the vocabulary ({vocab} tokens)");
     }
@@ -195,7 +195,7 @@ struct Evaluation {
 fn evaluate(engine: &mut dyn Engine, prompt: &[u32], greedy: usize) -> anyhow::Result<Evaluation> {
     engine.reset();
     let logits = engine.eval(prompt, true)?;
-    let vocab = engine.config().vocab_size;
+    let vocab = engine.config().vocab;
     let mut tokens = Vec::with_capacity(greedy);
     let mut last = logits[logits.len() - vocab..].to_vec();
     while tokens.len() < greedy {
@@ -217,7 +217,13 @@ struct Row {
 }
 
 impl Row {
-    fn new(label: String, agreement: Agreement, greedy: &[u32], expected: &[u32], min_cosine: f64) -> Row {
+    fn new(
+        label: String,
+        agreement: Agreement,
+        greedy: &[u32],
+        expected: &[u32],
+        min_cosine: f64,
+    ) -> Row {
         let greedy_same = greedy
             .iter()
             .zip(expected)
@@ -258,13 +264,13 @@ impl Table {
 
     fn print(&self) {
         println!(
-            "{:<24} {:>11} {:>10} {:>7} {:>7}  result",
+            "{:<24} {:>13} {:>10} {:>7} {:>7}  result",
             "run", "min cosine", "max |Δ|", "top-1", "greedy"
         );
         for row in &self.rows {
             match &row.outcome {
                 Ok((a, greedy_same, greedy_len, pass)) => println!(
-                    "{:<24} {:>11.8} {:>10.3e} {:>7} {:>7}  {}",
+                    "{:<24} {:>13.10} {:>10.3e} {:>7} {:>7}  {}",
                     row.label,
                     a.min_cosine,
                     a.max_abs_diff,

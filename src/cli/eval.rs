@@ -29,7 +29,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     );
     let ids = read_ids(&args.tokens)?;
     let (_, mut engine) = load(&args.engine)?;
-    let vocab = engine.config().vocab_size;
+    let vocab = engine.config().vocab;
     for &id in &ids {
         anyhow::ensure!(
             (id as usize) < vocab,
@@ -41,7 +41,12 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.dump_logits {
         npy::write_f32(path, &[ids.len(), vocab], &logits)
             .with_context(|| format!("writing {}", path.display()))?;
-        eprintln!("wrote {} x {} logits to {}", ids.len(), vocab, path.display());
+        eprintln!(
+            "wrote {} x {} logits to {}",
+            ids.len(),
+            vocab,
+            path.display()
+        );
     }
     if let Some(path) = &args.reference {
         let (shape, reference) = npy::read_f32(path)?;

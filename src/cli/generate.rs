@@ -20,8 +20,6 @@ pub enum StopReason {
 }
 
 pub struct Generation {
-    /// Generated tokens, end-of-generation token excluded.
-    pub tokens: Vec<u32>,
     pub stop: StopReason,
     /// The last sampled token when it was not fed to the model (the state ends before it).
     pub unfed: Option<u32>,
@@ -92,7 +90,6 @@ pub fn generate(
     on_text(&decoder.finish());
     Ok(Generation {
         decode_tokens: tokens.len(),
-        tokens,
         stop,
         unfed,
         prefill_tokens: prompt.len(),

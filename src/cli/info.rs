@@ -17,7 +17,17 @@ pub struct InfoArgs {
     ctx: usize,
 }
 
-const GIB: f64 = (1u64 << 30) as f64;
+/// Bytes in the largest binary unit that keeps the number at or above one.
+fn human(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < units.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.2} {}", units[unit])
+}
 
 pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     let file = open_gguf(&args.model)?;
@@ -32,30 +42,64 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
         entry.1 += t.n_bytes;
     }
     let weight_bytes: u64 = file.tensors().iter().map(|t| t.n_bytes).sum();
-    let n_attention = c.layers.iter().filter(|k| **k == LayerKind::FullAttention).count();
+    let n_attention = c
+        .layers
+        .iter()
+        .filter(|k| **k == LayerKind::FullAttention)
+        .count();
     let n_delta = c.layers.len() - n_attention;
 
-    println!("file        {} ({:.2} GiB, GGUF v{}, {} tensors, {} metadata keys)",
-        args.model.display(), file.file_size() as f64 / GIB, file.version(), file.tensors().len(), file.metadata().count());
+    println!(
+        "file        {} ({}, GGUF v{}, {} tensors, {} metadata keys)",
+        args.model.display(),
+        human(file.file_size()),
+        file.version(),
+        file.tensors().len(),
+        file.metadata().count()
+    );
     if let Ok(Some(name)) = file.get_str_opt("general.name") {
         println!("name        {name}");
     }
-    println!("arch        qwen35: {} layers ({} Gated DeltaNet, {} gated full attention)", c.layers.len(), n_delta, n_attention);
-    println!("dims        hidden {}, ffn {}, vocab {}, trained context {}", c.n_embd, c.n_ff, c.vocab, c.train_context);
-    println!("attention   {} heads / {} kv heads x {}, RoPE on {} dims, base {}", c.n_head, c.n_kv_head, c.head_dim, c.rope_dims, c.rope_base);
-    println!("deltanet    {} key heads x {}, {} value heads x {}, conv {}", c.ssm_k_heads, c.ssm_k_dim, c.ssm_v_heads, c.ssm_v_dim, c.conv_kernel);
-    let listed: Vec<String> = types.iter().map(|(name, (n, _))| format!("{name} {n}")).collect();
+    println!(
+        "arch        qwen35: {} layers ({} Gated DeltaNet, {} gated full attention)",
+        c.layers.len(),
+        n_delta,
+        n_attention
+    );
+    println!(
+        "dims        hidden {}, ffn {}, vocab {}, trained context {}",
+        c.n_embd, c.n_ff, c.vocab, c.train_context
+    );
+    println!(
+        "attention   {} heads / {} kv heads x {}, RoPE on {} dims, base {}",
+        c.n_head, c.n_kv_head, c.head_dim, c.rope_dims, c.rope_base
+    );
+    println!(
+        "deltanet    {} key heads x {}, {} value heads x {}, conv {}",
+        c.ssm_k_heads, c.ssm_k_dim, c.ssm_v_heads, c.ssm_v_dim, c.conv_kernel
+    );
+    let listed: Vec<String> = types
+        .iter()
+        .map(|(name, (n, _))| format!("{name} {n}"))
+        .collect();
     println!("tensors     {}", listed.join(", "));
 
     let f32_bytes = 4u64;
     let kv = (n_attention * 2 * c.n_kv_head * c.head_dim * args.ctx) as u64 * f32_bytes;
     let recurrent = (n_delta * c.ssm_v_heads * c.ssm_k_dim * c.ssm_v_dim) as u64 * f32_bytes;
     let conv = (n_delta * (c.conv_kernel - 1) * c.conv_channels()) as u64 * f32_bytes;
-    println!("weights     {:.3} GiB", weight_bytes as f64 / GIB);
+    println!("weights     {}", human(weight_bytes));
     println!(
-        "state       {:.3} GiB at --ctx {} (KV cache {:.3} GiB f32, recurrent {:.3} GiB, conv {:.4} GiB)",
-        (kv + recurrent + conv) as f64 / GIB, args.ctx, kv as f64 / GIB, recurrent as f64 / GIB, conv as f64 / GIB
+        "state       {} at --ctx {} (KV cache {} f32, recurrent {}, conv {})",
+        human(kv + recurrent + conv),
+        args.ctx,
+        human(kv),
+        human(recurrent),
+        human(conv)
     );
-    println!("memory      {:.3} GiB needed (weights + state)", (weight_bytes + kv + recurrent + conv) as f64 / GIB);
+    println!(
+        "memory      {} needed (weights + state)",
+        human(weight_bytes + kv + recurrent + conv)
+    );
     Ok(())
 }

@@ -18,7 +18,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 #[derive(Parser)]
-#[command(name = "qwen35", version, about = "Inference for Qwen3.5 / Qwen3.6 GGUF models (arch qwen35)")]
+#[command(
+    name = "qwen35",
+    version,
+    about = "Inference for Qwen3.5 / Qwen3.6 GGUF models (arch qwen35)"
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -117,7 +121,8 @@ pub fn open_gguf(path: &Path) -> anyhow::Result<Arc<GgufFile>> {
 }
 
 pub fn load_tokenizer(file: &GgufFile, path: &Path) -> anyhow::Result<Tokenizer> {
-    Tokenizer::from_gguf(file).with_context(|| format!("building the tokenizer of {}", path.display()))
+    Tokenizer::from_gguf(file)
+        .with_context(|| format!("building the tokenizer of {}", path.display()))
 }
 
 /// Opens the model file, builds its tokenizer and loads it on the chosen backend.

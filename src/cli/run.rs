@@ -42,7 +42,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     } else {
         args.prompt.clone()
     };
-    let prompt = tokenizer.encode(&text, true).context("tokenizing the prompt")?;
+    let prompt = tokenizer
+        .encode(&text, true)
+        .context("tokenizing the prompt")?;
     anyhow::ensure!(!prompt.is_empty(), "the prompt is empty");
     let mut sampler = Sampler::new(args.sampling.config());
     let never = AtomicBool::new(false);
@@ -64,6 +66,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         },
     )?;
     println!();
-    eprintln!("{} [stop: {:?}]", generation.speed_report(), generation.stop);
+    eprintln!(
+        "{} [stop: {:?}]",
+        generation.speed_report(),
+        generation.stop
+    );
     Ok(())
 }

@@ -24,8 +24,14 @@ pub fn run(args: TokenizeArgs) -> anyhow::Result<()> {
     let tokenizer = load_tokenizer(&file, &args.model)?;
     if args.decode {
         let ids = parse_token_ids(&args.text)?;
-        if let Some(bad) = ids.iter().find(|&&id| id as usize >= tokenizer.vocab_size()) {
-            anyhow::bail!("token id {bad} is outside the vocabulary ({} tokens)", tokenizer.vocab_size());
+        if let Some(bad) = ids
+            .iter()
+            .find(|&&id| id as usize >= tokenizer.vocab_size())
+        {
+            anyhow::bail!(
+                "token id {bad} is outside the vocabulary ({} tokens)",
+                tokenizer.vocab_size()
+            );
         }
         println!("{}", tokenizer.decode(&ids));
     } else {

@@ -1,0 +1,711 @@
+//! The reference backend: f32 activations in host memory, ops computed at once, matmul and the
+//! per-head ops spread over a dedicated rayon pool. Weights stay in the memory-mapped file.
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::{AttentionShape, Backend, BackendError, DeltaNetShape};
+use crate::gguf::{GgufFile, TensorInfo};
+use crate::quant::{self, GgmlType};
+
+pub struct CpuBackend {
+    pool: rayon::ThreadPool,
+}
+
+impl CpuBackend {
+    /// A backend computing on `threads` worker threads (0: one per core).
+    pub fn new(threads: usize) -> Result<CpuBackend, rayon::ThreadPoolBuildError> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("qwen35-cpu-{i}"))
+            .build()?;
+        Ok(CpuBackend { pool })
+    }
+}
+
+/// A row-major f32 matrix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuTensor {
+    rows: usize,
+    cols: usize,
+    data: Vec<f32>,
+}
+
+impl CpuTensor {
+    fn row(&self, r: usize) -> &[f32] {
+        &self.data[r * self.cols..(r + 1) * self.cols]
+    }
+}
+
+/// A weight matrix read in place from the mapped GGUF file.
+pub struct CpuWeight {
+    file: Arc<GgufFile>,
+    info: TensorInfo,
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    row_bytes: usize,
+}
+
+impl CpuWeight {
+    fn row(&self, op: &'static str, r: usize) -> Result<&[u8], BackendError> {
+        self.file
+            .tensor_data(&self.info)
+            .get(r * self.row_bytes..(r + 1) * self.row_bytes)
+            .ok_or_else(|| BackendError::Shape {
+                op,
+                detail: format!("weight {} has no row {r}", self.info.name),
+            })
+    }
+
+    fn quant_error(&self, op: &'static str) -> impl Fn(quant::QuantError) -> BackendError + '_ {
+        move |source| BackendError::Quant {
+            op,
+            tensor: self.info.name.clone(),
+            source,
+        }
+    }
+}
+
+/// Weight rows dequantized together in prefill matmuls.
+const ROW_TILE: usize = 8;
+
+fn shape_error(op: &'static str, detail: String) -> BackendError {
+    BackendError::Shape { op, detail }
+}
+
+/// Fails unless `a` and `b` have the same shape.
+fn same_dims(op: &'static str, a: &CpuTensor, b: &CpuTensor) -> Result<(), BackendError> {
+    if (a.rows, a.cols) == (b.rows, b.cols) {
+        Ok(())
+    } else {
+        Err(shape_error(
+            op,
+            format!("{}×{} vs {}×{}", a.rows, a.cols, b.rows, b.cols),
+        ))
+    }
+}
+
+/// Fails unless `group` is non-zero and divides the tensor's columns.
+fn whole_groups(op: &'static str, x: &CpuTensor, group: usize) -> Result<(), BackendError> {
+    if group == 0 || !x.cols.is_multiple_of(group) {
+        return Err(shape_error(
+            op,
+            format!("{} columns are not whole groups of {group}", x.cols),
+        ));
+    }
+    Ok(())
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    // Eight independent partial sums vectorize and keep the rounding error of long rows small.
+    let mut acc = [0f32; 8];
+    let (a8, a_tail) = a.split_at(a.len() - a.len() % 8);
+    let (b8, b_tail) = b.split_at(a8.len().min(b.len()));
+    for (x, y) in a8.chunks_exact(8).zip(b8.chunks_exact(8)) {
+        for k in 0..8 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    let tail: f32 = a_tail.iter().zip(b_tail).map(|(x, y)| x * y).sum();
+    acc.iter().sum::<f32>() + tail
+}
+
+fn silu(x: f32) -> f32 {
+    x / (1.0 + (-x).exp())
+}
+
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// softplus with torch's and ggml's linear cut-over above 20.
+fn softplus(x: f32) -> f32 {
+    if x > 20.0 {
+        x
+    } else {
+        x.exp().ln_1p()
+    }
+}
+
+/// `1 / sqrt(mean(x²) + eps)`, the sum taken in f64.
+fn inv_rms(x: &[f32], eps: f32) -> f32 {
+    let sum: f64 = x.iter().map(|&v| v as f64 * v as f64).sum();
+    1.0 / ((sum / x.len() as f64) as f32 + eps).sqrt()
+}
+
+impl CpuBackend {
+    /// Applies `f(x_group, w_group, out_group)` to each group of `w.cols` columns of every row.
+    fn grouped(
+        &self,
+        op: &'static str,
+        x: &CpuTensor,
+        w: &CpuTensor,
+        f: impl Fn(&[f32], usize, &mut [f32]),
+    ) -> Result<CpuTensor, BackendError> {
+        if w.rows != 1 {
+            return Err(shape_error(
+                op,
+                format!("weight has {} rows, not 1", w.rows),
+            ));
+        }
+        whole_groups(op, x, w.cols)?;
+        let mut out = vec![0f32; x.data.len()];
+        for (i, (xg, og)) in x
+            .data
+            .chunks_exact(w.cols)
+            .zip(out.chunks_exact_mut(w.cols))
+            .enumerate()
+        {
+            f(xg, i, og);
+        }
+        Ok(CpuTensor {
+            rows: x.rows,
+            cols: x.cols,
+            data: out,
+        })
+    }
+
+    fn zip_map(
+        &self,
+        op: &'static str,
+        a: &CpuTensor,
+        b: &CpuTensor,
+        f: impl Fn(f32, f32) -> f32,
+    ) -> Result<CpuTensor, BackendError> {
+        same_dims(op, a, b)?;
+        Ok(CpuTensor {
+            rows: a.rows,
+            cols: a.cols,
+            data: a.data.iter().zip(&b.data).map(|(&x, &y)| f(x, y)).collect(),
+        })
+    }
+}
+
+impl Backend for CpuBackend {
+    type Tensor = CpuTensor;
+    type Weight = CpuWeight;
+
+    fn upload_weight(
+        &self,
+        file: &Arc<GgufFile>,
+        info: &TensorInfo,
+    ) -> Result<CpuWeight, BackendError> {
+        let op = "upload_weight";
+        let cols = info.dims.first().copied().unwrap_or(0) as usize;
+        let rows = info.dims.iter().skip(1).product::<u64>() as usize;
+        let row_bytes = quant::row_bytes(info.ggml_type, cols as u64)
+            .ok_or_else(|| shape_error(op, format!("{}: bad row length {cols}", info.name)))?
+            as usize;
+        let stored = file.tensor_data(info).len();
+        if rows.checked_mul(row_bytes) != Some(stored) {
+            return Err(shape_error(
+                op,
+                format!(
+                    "{}: {rows} rows of {row_bytes} bytes but {stored} stored",
+                    info.name
+                ),
+            ));
+        }
+        Ok(CpuWeight {
+            file: Arc::clone(file),
+            info: info.clone(),
+            ty: info.ggml_type,
+            rows,
+            cols,
+            row_bytes,
+        })
+    }
+
+    fn upload(&self, rows: usize, cols: usize, data: &[f32]) -> Result<CpuTensor, BackendError> {
+        if rows.checked_mul(cols) != Some(data.len()) {
+            return Err(shape_error(
+                "upload",
+                format!("{rows}×{cols} from {} values", data.len()),
+            ));
+        }
+        Ok(CpuTensor {
+            rows,
+            cols,
+            data: data.to_vec(),
+        })
+    }
+
+    fn zeros(&self, rows: usize, cols: usize) -> CpuTensor {
+        CpuTensor {
+            rows,
+            cols,
+            data: vec![0.0; rows * cols],
+        }
+    }
+
+    fn dims(&self, x: &CpuTensor) -> (usize, usize) {
+        (x.rows, x.cols)
+    }
+
+    fn read_rows(&self, x: &CpuTensor, start: usize, count: usize) -> Vec<f32> {
+        let start = start.min(x.rows);
+        let end = start.saturating_add(count).min(x.rows);
+        x.data[start * x.cols..end * x.cols].to_vec()
+    }
+
+    fn write_rows(
+        &self,
+        x: &mut CpuTensor,
+        start: usize,
+        data: &[f32],
+    ) -> Result<(), BackendError> {
+        let from = start.saturating_mul(x.cols);
+        let fits =
+            x.cols > 0 && data.len().is_multiple_of(x.cols) && from + data.len() <= x.data.len();
+        if !fits {
+            return Err(shape_error(
+                "write_rows",
+                format!(
+                    "{} values at row {start} of a {}×{} tensor",
+                    data.len(),
+                    x.rows,
+                    x.cols
+                ),
+            ));
+        }
+        x.data[from..from + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn embed(&self, table: &CpuWeight, tokens: &[u32]) -> Result<CpuTensor, BackendError> {
+        let mut data = vec![0f32; tokens.len() * table.cols];
+        for (&token, out) in tokens.iter().zip(data.chunks_exact_mut(table.cols)) {
+            if token as usize >= table.rows {
+                return Err(BackendError::TokenOutOfRange {
+                    token,
+                    vocab: table.rows,
+                });
+            }
+            let row = table.row("embed", token as usize)?;
+            quant::dequantize_row(table.ty, row, out).map_err(table.quant_error("embed"))?;
+        }
+        Ok(CpuTensor {
+            rows: tokens.len(),
+            cols: table.cols,
+            data,
+        })
+    }
+
+    fn matmul(&self, x: &CpuTensor, w: &CpuWeight) -> Result<CpuTensor, BackendError> {
+        let op = "matmul";
+        if x.cols != w.cols {
+            return Err(shape_error(
+                op,
+                format!("{} columns against {} of {}", x.cols, w.cols, w.info.name),
+            ));
+        }
+        let n = x.rows;
+        // One row of results per weight row ([out, n]); transposed to [n, out] at the end.
+        let mut by_row = vec![0f32; w.rows * n];
+        self.pool.install(|| {
+            if n == 1 {
+                // Decode: the fused dot never materializes the weight row.
+                by_row
+                    .par_iter_mut()
+                    .enumerate()
+                    .with_min_len(16)
+                    .try_for_each(|(r, y)| {
+                        *y = quant::dot_row(w.ty, w.row(op, r)?, &x.data)
+                            .map_err(w.quant_error(op))?;
+                        Ok(())
+                    })
+            } else {
+                // Prefill: dequantize a tile of weight rows once, then dot it with every token
+                // (each token row is read once per tile, not once per weight row).
+                by_row
+                    .par_chunks_mut(n * ROW_TILE)
+                    .enumerate()
+                    .try_for_each_init(
+                        || vec![0f32; ROW_TILE * w.cols],
+                        |tile, (i, ys)| {
+                            let tile = &mut tile[..ys.len() / n * w.cols];
+                            for (k, row) in tile.chunks_exact_mut(w.cols).enumerate() {
+                                quant::dequantize_row(w.ty, w.row(op, i * ROW_TILE + k)?, row)
+                                    .map_err(w.quant_error(op))?;
+                            }
+                            for t in 0..n {
+                                let xt = x.row(t);
+                                for (k, row) in tile.chunks_exact(w.cols).enumerate() {
+                                    ys[k * n + t] = dot(row, xt);
+                                }
+                            }
+                            Ok(())
+                        },
+                    )
+            }
+        })?;
+        let data = if n == 1 {
+            by_row
+        } else {
+            let mut data = vec![0f32; n * w.rows];
+            for (r, ys) in by_row.chunks_exact(n).enumerate() {
+                for (t, &y) in ys.iter().enumerate() {
+                    data[t * w.rows + r] = y;
+                }
+            }
+            data
+        };
+        Ok(CpuTensor {
+            rows: n,
+            cols: w.rows,
+            data,
+        })
+    }
+
+    fn rows(&self, x: &CpuTensor, start: usize, count: usize) -> Result<CpuTensor, BackendError> {
+        if start.checked_add(count).is_none_or(|end| end > x.rows) {
+            return Err(shape_error(
+                "rows",
+                format!("rows {start}..+{count} of {}", x.rows),
+            ));
+        }
+        Ok(CpuTensor {
+            rows: count,
+            cols: x.cols,
+            data: self.read_rows(x, start, count),
+        })
+    }
+
+    fn slice_cols(
+        &self,
+        x: &CpuTensor,
+        group: usize,
+        offset: usize,
+        width: usize,
+    ) -> Result<CpuTensor, BackendError> {
+        let op = "slice_cols";
+        whole_groups(op, x, group)?;
+        if offset.checked_add(width).is_none_or(|end| end > group) {
+            return Err(shape_error(
+                op,
+                format!("columns {offset}..+{width} of groups of {group}"),
+            ));
+        }
+        let data: Vec<f32> = x
+            .data
+            .chunks_exact(group)
+            .flat_map(|g| &g[offset..offset + width])
+            .copied()
+            .collect();
+        Ok(CpuTensor {
+            rows: x.rows,
+            cols: x.cols / group * width,
+            data,
+        })
+    }
+
+    fn rms_norm(&self, x: &CpuTensor, w: &CpuTensor, eps: f32) -> Result<CpuTensor, BackendError> {
+        self.grouped("rms_norm", x, w, |xg, _, out| {
+            let s = inv_rms(xg, eps);
+            for ((o, &v), &wv) in out.iter_mut().zip(xg).zip(&w.data) {
+                *o = v * s * wv;
+            }
+        })
+    }
+
+    fn l2_norm(
+        &self,
+        x: &CpuTensor,
+        group: usize,
+        scale: f32,
+        eps: f32,
+    ) -> Result<CpuTensor, BackendError> {
+        whole_groups("l2_norm", x, group)?;
+        let mut data = x.data.clone();
+        for g in data.chunks_exact_mut(group) {
+            let sum: f64 = g.iter().map(|&v| v as f64 * v as f64).sum();
+            let s = scale / (sum as f32 + eps).sqrt();
+            g.iter_mut().for_each(|v| *v *= s);
+        }
+        Ok(CpuTensor { data, ..*x })
+    }
+
+    fn add(&self, x: &mut CpuTensor, y: &CpuTensor) -> Result<(), BackendError> {
+        same_dims("add", x, y)?;
+        x.data.iter_mut().zip(&y.data).for_each(|(a, b)| *a += b);
+        Ok(())
+    }
+
+    fn swiglu(&self, gate: &CpuTensor, up: &CpuTensor) -> Result<CpuTensor, BackendError> {
+        self.zip_map("swiglu", gate, up, |g, u| silu(g) * u)
+    }
+
+    fn sigmoid_mul(&self, x: &CpuTensor, gate: &CpuTensor) -> Result<CpuTensor, BackendError> {
+        self.zip_map("sigmoid_mul", x, gate, |v, g| v * sigmoid(g))
+    }
+
+    fn rope(
+        &self,
+        x: &CpuTensor,
+        head_dim: usize,
+        rot_dims: usize,
+        freq_base: f32,
+        pos0: usize,
+    ) -> Result<CpuTensor, BackendError> {
+        whole_groups("rope", x, head_dim)?;
+        if rot_dims > head_dim || !rot_dims.is_multiple_of(2) {
+            return Err(shape_error(
+                "rope",
+                format!("{rot_dims} rotary dims in heads of {head_dim}"),
+            ));
+        }
+        let half = rot_dims / 2;
+        // Inverse frequencies as HF computes them: base^(−2i/rot) in f32.
+        let inv_freq: Vec<f32> = (0..half)
+            .map(|i| 1.0 / freq_base.powf((2 * i) as f32 / rot_dims as f32))
+            .collect();
+        let mut data = x.data.clone();
+        for (t, row) in data.chunks_exact_mut(x.cols).enumerate() {
+            let pos = (pos0 + t) as f32;
+            let angles: Vec<(f32, f32)> = inv_freq.iter().map(|f| (pos * f).sin_cos()).collect();
+            for head in row.chunks_exact_mut(head_dim) {
+                let (lo, hi) = head[..rot_dims].split_at_mut(half);
+                for ((a, b), &(sin, cos)) in lo.iter_mut().zip(hi.iter_mut()).zip(&angles) {
+                    let (x0, x1) = (*a, *b);
+                    *a = x0 * cos - x1 * sin;
+                    *b = x1 * cos + x0 * sin;
+                }
+            }
+        }
+        Ok(CpuTensor { data, ..*x })
+    }
+
+    fn attention(
+        &self,
+        q: &CpuTensor,
+        k: &CpuTensor,
+        v: &CpuTensor,
+        k_cache: &mut CpuTensor,
+        v_cache: &mut CpuTensor,
+        pos0: usize,
+        shape: AttentionShape,
+    ) -> Result<CpuTensor, BackendError> {
+        let op = "attention";
+        let AttentionShape {
+            n_head,
+            n_kv_head,
+            head_dim,
+        } = shape;
+        let kv_cols = n_kv_head * head_dim;
+        let fits = n_kv_head > 0
+            && n_head.is_multiple_of(n_kv_head)
+            && q.cols == n_head * head_dim
+            && (k.rows, k.cols) == (q.rows, kv_cols)
+            && (v.rows, v.cols) == (q.rows, kv_cols)
+            && k_cache.cols == kv_cols
+            && v_cache.cols == kv_cols
+            && pos0 + q.rows <= k_cache.rows.min(v_cache.rows);
+        if !fits {
+            return Err(shape_error(
+                op,
+                format!(
+                    "q {}×{}, k {}×{}, v {}×{}, caches {}×{} at {pos0} for {shape:?}",
+                    q.rows, q.cols, k.rows, k.cols, v.rows, v.cols, k_cache.rows, k_cache.cols
+                ),
+            ));
+        }
+        self.write_rows(k_cache, pos0, &k.data)?;
+        self.write_rows(v_cache, pos0, &v.data)?;
+        let group = n_head / n_kv_head;
+        let scale = 1.0 / (head_dim as f32).sqrt();
+        let (k_cache, v_cache) = (&*k_cache, &*v_cache);
+        let mut out = vec![0f32; q.data.len()];
+        self.pool.install(|| {
+            out.par_chunks_mut(head_dim).enumerate().for_each(|(i, o)| {
+                let (t, h) = (i / n_head, i % n_head);
+                let qh = &q.row(t)[h * head_dim..(h + 1) * head_dim];
+                let kv_at = (h / group) * head_dim..(h / group + 1) * head_dim;
+                let seen = pos0 + t + 1;
+                let mut weights: Vec<f32> = (0..seen)
+                    .map(|j| dot(qh, &k_cache.row(j)[kv_at.clone()]) * scale)
+                    .collect();
+                let max = weights.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let mut total = 0f32;
+                for w in &mut weights {
+                    *w = (*w - max).exp();
+                    total += *w;
+                }
+                for (j, w) in weights.iter().enumerate() {
+                    let vj = &v_cache.row(j)[kv_at.clone()];
+                    for (o, &vv) in o.iter_mut().zip(vj) {
+                        *o += w / total * vv;
+                    }
+                }
+            });
+        });
+        Ok(CpuTensor {
+            rows: q.rows,
+            cols: q.cols,
+            data: out,
+        })
+    }
+
+    fn conv1d_silu(
+        &self,
+        x: &CpuTensor,
+        w: &CpuTensor,
+        state: &mut CpuTensor,
+    ) -> Result<CpuTensor, BackendError> {
+        let taps = w.cols;
+        let channels = x.cols;
+        if taps == 0 || w.rows != channels || (state.rows, state.cols) != (taps - 1, channels) {
+            return Err(shape_error(
+                "conv1d_silu",
+                format!(
+                    "x {}×{channels}, w {}×{taps}, state {}×{}",
+                    x.rows, w.rows, state.rows, state.cols
+                ),
+            ));
+        }
+        // The raw inputs in time order: the carried rows, then this call's.
+        let history = [state.data.as_slice(), x.data.as_slice()].concat();
+        let mut out = vec![0f32; x.data.len()];
+        for (t, row) in out.chunks_exact_mut(channels).enumerate() {
+            for (c, y) in row.iter_mut().enumerate() {
+                let taps_c = w.row(c);
+                let sum: f32 = (0..taps)
+                    .map(|k| taps_c[k] * history[(t + k) * channels + c])
+                    .sum();
+                *y = silu(sum);
+            }
+        }
+        state.data.copy_from_slice(&history[x.rows * channels..]);
+        Ok(CpuTensor {
+            rows: x.rows,
+            cols: channels,
+            data: out,
+        })
+    }
+
+    fn delta_net_gates(
+        &self,
+        alpha: &CpuTensor,
+        beta: &CpuTensor,
+        ssm_a: &CpuTensor,
+        dt_bias: &CpuTensor,
+    ) -> Result<(CpuTensor, CpuTensor), BackendError> {
+        let op = "delta_net_gates";
+        same_dims(op, alpha, beta)?;
+        let g = self.grouped(op, alpha, ssm_a, |a, _, out| {
+            for (((o, &a), &decay), &bias) in
+                out.iter_mut().zip(a).zip(&ssm_a.data).zip(&dt_bias.data)
+            {
+                *o = decay * softplus(a + bias);
+            }
+        })?;
+        same_dims(op, ssm_a, dt_bias)?;
+        let beta = CpuTensor {
+            data: beta.data.iter().map(|&b| sigmoid(b)).collect(),
+            ..*beta
+        };
+        Ok((g, beta))
+    }
+
+    fn delta_rule(
+        &self,
+        q: &CpuTensor,
+        k: &CpuTensor,
+        v: &CpuTensor,
+        g: &CpuTensor,
+        beta: &CpuTensor,
+        state: &mut CpuTensor,
+        shape: DeltaNetShape,
+    ) -> Result<CpuTensor, BackendError> {
+        let DeltaNetShape {
+            n_k_head,
+            n_v_head,
+            k_dim,
+            v_dim,
+        } = shape;
+        let n = q.rows;
+        let fits = n_k_head > 0
+            && (q.rows, q.cols) == (n, n_k_head * k_dim)
+            && (k.rows, k.cols) == (n, n_k_head * k_dim)
+            && (v.rows, v.cols) == (n, n_v_head * v_dim)
+            && (g.rows, g.cols) == (n, n_v_head)
+            && (beta.rows, beta.cols) == (n, n_v_head)
+            && (state.rows, state.cols) == (n_v_head, k_dim * v_dim);
+        if !fits || k_dim * v_dim == 0 {
+            return Err(shape_error(
+                "delta_rule",
+                format!(
+                    "q {}×{}, v {}×{}, state {}×{} for {shape:?}",
+                    q.rows, q.cols, v.rows, v.cols, state.rows, state.cols
+                ),
+            ));
+        }
+        let per_head: Vec<Vec<f32>> = self.pool.install(|| {
+            state
+                .data
+                .par_chunks_mut(k_dim * v_dim)
+                .enumerate()
+                .map(|(h, s)| {
+                    let kh = (h % n_k_head) * k_dim..(h % n_k_head + 1) * k_dim;
+                    let mut o = vec![0f32; n * v_dim];
+                    let mut delta = vec![0f32; v_dim];
+                    for (t, o_t) in o.chunks_exact_mut(v_dim).enumerate() {
+                        let (q_t, k_t) = (&q.row(t)[kh.clone()], &k.row(t)[kh.clone()]);
+                        let v_t = &v.row(t)[h * v_dim..(h + 1) * v_dim];
+                        let decay = g.row(t)[h].exp();
+                        let b = beta.row(t)[h];
+                        // Decay S, and read what it recalls for k: r = Sᵀk (kept in `delta`).
+                        delta.fill(0.0);
+                        for (s_i, &k_i) in s.chunks_exact_mut(v_dim).zip(k_t) {
+                            for (s, r) in s_i.iter_mut().zip(delta.iter_mut()) {
+                                *s *= decay;
+                                *r += *s * k_i;
+                            }
+                        }
+                        for (d, &vj) in delta.iter_mut().zip(v_t) {
+                            *d = b * (vj - *d);
+                        }
+                        // Write k ⊗ δ into S, and read o = Sᵀq.
+                        for ((s_i, &k_i), &q_i) in s.chunks_exact_mut(v_dim).zip(k_t).zip(q_t) {
+                            for ((s, &d), o) in s_i.iter_mut().zip(&delta).zip(o_t.iter_mut()) {
+                                *s += k_i * d;
+                                *o += *s * q_i;
+                            }
+                        }
+                    }
+                    o
+                })
+                .collect()
+        });
+        let cols = n_v_head * v_dim;
+        let mut data = vec![0f32; n * cols];
+        for (h, o) in per_head.iter().enumerate() {
+            for (t, o_t) in o.chunks_exact(v_dim).enumerate() {
+                data[t * cols + h * v_dim..t * cols + (h + 1) * v_dim].copy_from_slice(o_t);
+            }
+        }
+        Ok(CpuTensor {
+            rows: n,
+            cols,
+            data,
+        })
+    }
+
+    fn gated_rms_norm(
+        &self,
+        x: &CpuTensor,
+        z: &CpuTensor,
+        w: &CpuTensor,
+        eps: f32,
+    ) -> Result<CpuTensor, BackendError> {
+        same_dims("gated_rms_norm", x, z)?;
+        self.grouped("gated_rms_norm", x, w, |xg, i, out| {
+            let s = inv_rms(xg, eps);
+            let zg = &z.data[i * w.cols..(i + 1) * w.cols];
+            for (((o, &v), &wv), &zv) in out.iter_mut().zip(xg).zip(&w.data).zip(zg) {
+                *o = v * s * wv * silu(zv);
+            }
+        })
+    }
+}

@@ -1,0 +1,265 @@
+//! The WGSL kernels: which files compose each one, and their pipelines, built once at startup.
+//!
+//! WGSL has no includes, so a kernel is the concatenation of small files from `wgsl/`: shared
+//! preludes (grid indexing, workgroup reductions, byte access), a weight-format decoder where
+//! the kernel reads weights, and the kernel's own file with its entry point `main`.
+
+use std::collections::HashMap;
+
+use crate::quant::GgmlType;
+
+use super::GpuError;
+
+/// One file of `wgsl/`, compiled into the binary.
+#[derive(Clone, Copy, Debug)]
+pub struct WgslFile {
+    pub name: &'static str,
+    pub source: &'static str,
+}
+
+macro_rules! wgsl {
+    ($name:literal) => {
+        WgslFile {
+            name: concat!($name, ".wgsl"),
+            source: include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/wgsl/",
+                $name,
+                ".wgsl"
+            )),
+        }
+    };
+}
+
+const GRID: WgslFile = wgsl!("grid");
+const REDUCE: WgslFile = wgsl!("workgroup_reduce");
+const BYTES: WgslFile = wgsl!("bytes");
+const KQUANT_SCALES: WgslFile = wgsl!("kquant_scales");
+
+/// A weight storage format with a GPU decoder: the file's blocks, bound as they are.
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WeightFormat {
+    F32,
+    F16,
+    BF16,
+    Q8_0,
+    Q4_0,
+    Q5_0,
+    Q4_K,
+    Q5_K,
+    Q6_K,
+}
+
+impl WeightFormat {
+    pub const ALL: [WeightFormat; 9] = [
+        WeightFormat::F32,
+        WeightFormat::F16,
+        WeightFormat::BF16,
+        WeightFormat::Q8_0,
+        WeightFormat::Q4_0,
+        WeightFormat::Q5_0,
+        WeightFormat::Q4_K,
+        WeightFormat::Q5_K,
+        WeightFormat::Q6_K,
+    ];
+
+    pub fn from_ggml(ty: GgmlType) -> Option<WeightFormat> {
+        Some(match ty {
+            GgmlType::F32 => WeightFormat::F32,
+            GgmlType::F16 => WeightFormat::F16,
+            GgmlType::BF16 => WeightFormat::BF16,
+            GgmlType::Q8_0 => WeightFormat::Q8_0,
+            GgmlType::Q4_0 => WeightFormat::Q4_0,
+            GgmlType::Q5_0 => WeightFormat::Q5_0,
+            GgmlType::Q4_K => WeightFormat::Q4_K,
+            GgmlType::Q5_K => WeightFormat::Q5_K,
+            GgmlType::Q6_K => WeightFormat::Q6_K,
+            _ => return None,
+        })
+    }
+
+    pub fn ggml_type(self) -> GgmlType {
+        match self {
+            WeightFormat::F32 => GgmlType::F32,
+            WeightFormat::F16 => GgmlType::F16,
+            WeightFormat::BF16 => GgmlType::BF16,
+            WeightFormat::Q8_0 => GgmlType::Q8_0,
+            WeightFormat::Q4_0 => GgmlType::Q4_0,
+            WeightFormat::Q5_0 => GgmlType::Q5_0,
+            WeightFormat::Q4_K => GgmlType::Q4_K,
+            WeightFormat::Q5_K => GgmlType::Q5_K,
+            WeightFormat::Q6_K => GgmlType::Q6_K,
+        }
+    }
+
+    /// Elements one `unit_values` call of the decoder yields (its WGSL `UNIT`).
+    pub fn unit_elems(self) -> usize {
+        match self {
+            WeightFormat::F32 | WeightFormat::F16 | WeightFormat::BF16 => 1,
+            _ => 32,
+        }
+    }
+
+    /// The decoder and the preludes it needs, in order.
+    fn decoder(self) -> Vec<WgslFile> {
+        match self {
+            WeightFormat::F32 => vec![BYTES, wgsl!("dequant_f32")],
+            WeightFormat::F16 => vec![BYTES, wgsl!("dequant_f16")],
+            WeightFormat::BF16 => vec![BYTES, wgsl!("dequant_bf16")],
+            WeightFormat::Q8_0 => vec![BYTES, wgsl!("dequant_q8_0")],
+            WeightFormat::Q4_0 => vec![BYTES, wgsl!("dequant_q4_0")],
+            WeightFormat::Q5_0 => vec![BYTES, wgsl!("dequant_q5_0")],
+            WeightFormat::Q4_K => vec![BYTES, KQUANT_SCALES, wgsl!("dequant_q4_k")],
+            WeightFormat::Q5_K => vec![BYTES, KQUANT_SCALES, wgsl!("dequant_q5_k")],
+            WeightFormat::Q6_K => vec![BYTES, wgsl!("dequant_q6_k")],
+        }
+    }
+}
+
+/// Every compute kernel the backend dispatches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    Gemv(WeightFormat),
+    Embed(WeightFormat),
+    Add,
+    Swiglu,
+    SigmoidMul,
+    SliceCols,
+    CopyRows,
+    RmsNorm,
+    L2Norm,
+    Rope,
+    Attention,
+    Conv1dSilu,
+    DeltaNetGates,
+    DeltaRule,
+}
+
+impl Kernel {
+    pub fn all() -> Vec<Kernel> {
+        let mut all: Vec<Kernel> = WeightFormat::ALL.iter().map(|&f| Kernel::Gemv(f)).collect();
+        all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Embed(f)));
+        all.extend([
+            Kernel::Add,
+            Kernel::Swiglu,
+            Kernel::SigmoidMul,
+            Kernel::SliceCols,
+            Kernel::CopyRows,
+            Kernel::RmsNorm,
+            Kernel::L2Norm,
+            Kernel::Rope,
+            Kernel::Attention,
+            Kernel::Conv1dSilu,
+            Kernel::DeltaNetGates,
+            Kernel::DeltaRule,
+        ]);
+        all
+    }
+
+    pub fn name(self) -> String {
+        match self {
+            Kernel::Gemv(f) => format!("gemv_{f:?}").to_lowercase(),
+            Kernel::Embed(f) => format!("embed_{f:?}").to_lowercase(),
+            other => format!("{other:?}"),
+        }
+    }
+
+    /// The files whose concatenation is this kernel, preludes first.
+    pub fn files(self) -> Vec<WgslFile> {
+        let mut files = vec![GRID];
+        match self {
+            Kernel::Gemv(format) => {
+                files.push(REDUCE);
+                files.extend(format.decoder());
+                files.push(wgsl!("gemv"));
+            }
+            Kernel::Embed(format) => {
+                files.extend(format.decoder());
+                files.push(wgsl!("embed"));
+            }
+            Kernel::Add => files.push(wgsl!("add")),
+            Kernel::Swiglu => files.push(wgsl!("swiglu")),
+            Kernel::SigmoidMul => files.push(wgsl!("sigmoid_mul")),
+            Kernel::SliceCols => files.push(wgsl!("slice_cols")),
+            Kernel::CopyRows => files.push(wgsl!("copy_rows")),
+            Kernel::RmsNorm => files.extend([REDUCE, wgsl!("rms_norm")]),
+            Kernel::L2Norm => files.extend([REDUCE, wgsl!("l2_norm")]),
+            Kernel::Rope => files.push(wgsl!("rope")),
+            Kernel::Attention => files.extend([REDUCE, wgsl!("attention")]),
+            Kernel::Conv1dSilu => files.push(wgsl!("conv1d_silu")),
+            Kernel::DeltaNetGates => files.push(wgsl!("delta_net_gates")),
+            Kernel::DeltaRule => files.push(wgsl!("delta_rule")),
+        }
+        files
+    }
+
+    pub fn source(self) -> String {
+        self.files()
+            .iter()
+            .map(|f| format!("// ---- {} ----\n{}\n", f.name, f.source))
+            .collect()
+    }
+}
+
+/// A kernel's composed WGSL, for validation without a GPU.
+#[derive(Clone, Debug)]
+pub struct KernelSource {
+    pub name: String,
+    pub files: Vec<&'static str>,
+    pub source: String,
+}
+
+/// Every kernel's composed source.
+pub fn kernel_sources() -> Vec<KernelSource> {
+    Kernel::all()
+        .into_iter()
+        .map(|k| KernelSource {
+            name: k.name(),
+            files: k.files().iter().map(|f| f.name).collect(),
+            source: k.source(),
+        })
+        .collect()
+}
+
+/// The compute pipelines of every kernel.
+pub struct Pipelines {
+    by_kernel: HashMap<Kernel, wgpu::ComputePipeline>,
+}
+
+impl Pipelines {
+    pub fn build(device: &wgpu::Device) -> Result<Pipelines, GpuError> {
+        let mut by_kernel = HashMap::new();
+        for kernel in Kernel::all() {
+            let name = kernel.name();
+            let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(&name),
+                source: wgpu::ShaderSource::Wgsl(kernel.source().into()),
+            });
+            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&name),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: wgpu::PipelineCompilationOptions::default(),
+                cache: None,
+            });
+            if let Some(error) = pollster::block_on(scope.pop()) {
+                return Err(GpuError::Kernel {
+                    kernel: name,
+                    reason: error.to_string(),
+                });
+            }
+            by_kernel.insert(kernel, pipeline);
+        }
+        Ok(Pipelines { by_kernel })
+    }
+
+    pub fn get(&self, kernel: Kernel) -> Result<&wgpu::ComputePipeline, GpuError> {
+        self.by_kernel.get(&kernel).ok_or_else(|| GpuError::Kernel {
+            kernel: kernel.name(),
+            reason: "no pipeline was built".into(),
+        })
+    }
+}

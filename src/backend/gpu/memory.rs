@@ -1,0 +1,286 @@
+//! Device memory: f32 activation tensors and weights kept in their file format.
+
+use std::sync::atomic::Ordering;
+
+use wgpu::util::DeviceExt;
+
+use super::kernels::WeightFormat;
+use super::{GpuError, Wgpu};
+use crate::quant::{row_bytes, GgmlType};
+
+/// A row-major f32 matrix in one storage buffer. Not `Clone`: two handles on one buffer could
+/// be bound as both input and in-place output of one dispatch.
+#[derive(Debug)]
+pub struct GpuTensor {
+    pub(super) rows: usize,
+    pub(super) cols: usize,
+    pub(super) buffer: wgpu::Buffer,
+}
+
+impl GpuTensor {
+    pub fn dims(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.rows * self.cols
+    }
+}
+
+/// Rows `first_row..first_row + rows` of a weight, in one buffer that fits a binding.
+#[derive(Debug)]
+pub(super) struct WeightPart {
+    pub first_row: usize,
+    pub rows: usize,
+    pub buffer: wgpu::Buffer,
+}
+
+/// A weight matrix of `rows × cols` elements, its blocks as the file stores them.
+#[derive(Debug)]
+pub struct GpuWeight {
+    pub(super) name: String,
+    pub(super) format: WeightFormat,
+    pub(super) rows: usize,
+    pub(super) cols: usize,
+    pub(super) row_bytes: usize,
+    pub(super) parts: Vec<WeightPart>,
+}
+
+impl GpuWeight {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn dims(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+
+    pub fn format(&self) -> WeightFormat {
+        self.format
+    }
+
+    /// How many buffers the weight was split into.
+    pub fn parts(&self) -> usize {
+        self.parts.len()
+    }
+}
+
+/// Storage buffers may not be empty; bytes are padded up to a whole number of words.
+fn padded_size(bytes: u64) -> u64 {
+    bytes.max(4).div_ceil(4) * 4
+}
+
+const TENSOR_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
+    .union(wgpu::BufferUsages::COPY_SRC)
+    .union(wgpu::BufferUsages::COPY_DST);
+
+impl Wgpu {
+    /// Fails unless `rows × cols` f32 values fit one storage binding.
+    fn tensor_bytes(&self, what: &str, rows: usize, cols: usize) -> Result<u64, GpuError> {
+        let bytes = (rows as u64)
+            .checked_mul(cols as u64)
+            .and_then(|n| n.checked_mul(4))
+            .unwrap_or(u64::MAX);
+        if bytes > self.binding_limit {
+            return Err(GpuError::TooLarge {
+                what: format!("{what} tensor of {rows}×{cols} f32"),
+                bytes,
+                limit: self.binding_limit,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// An f32 matrix from row-major host values.
+    pub fn upload(&self, rows: usize, cols: usize, data: &[f32]) -> Result<GpuTensor, GpuError> {
+        if rows.checked_mul(cols) != Some(data.len()) {
+            return Err(GpuError::Shape {
+                op: "upload",
+                detail: format!("{rows}×{cols} from {} values", data.len()),
+            });
+        }
+        self.tensor_bytes("upload", rows, cols)?;
+        let contents: &[u8] = if data.is_empty() {
+            &[0; 4]
+        } else {
+            bytemuck::cast_slice(data)
+        };
+        let buffer = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("tensor"),
+                contents,
+                usage: TENSOR_USAGE,
+            });
+        Ok(GpuTensor { rows, cols, buffer })
+    }
+
+    /// A zero matrix (wgpu clears new buffers).
+    pub fn zeros(&self, rows: usize, cols: usize) -> Result<GpuTensor, GpuError> {
+        let bytes = self.tensor_bytes("zeros", rows, cols)?;
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("tensor"),
+            size: padded_size(bytes),
+            usage: TENSOR_USAGE,
+            mapped_at_creation: false,
+        });
+        Ok(GpuTensor { rows, cols, buffer })
+    }
+
+    /// Waits for the recorded work and copies rows `start..start+count` (clamped) to the host.
+    pub fn read_rows(
+        &self,
+        x: &GpuTensor,
+        start: usize,
+        count: usize,
+    ) -> Result<Vec<f32>, GpuError> {
+        self.check_device()?;
+        let start = start.min(x.rows);
+        let end = start.saturating_add(count).min(x.rows);
+        if end == start || x.cols == 0 {
+            return Ok(Vec::new());
+        }
+        let offset = (start * x.cols * 4) as u64;
+        let size = ((end - start) * x.cols * 4) as u64;
+        let bytes = self.recorder.read(&x.buffer, offset, size)?;
+        self.check_device()?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
+    }
+
+    /// Overwrites whole rows from `start` with host values, after the work recorded so far.
+    pub fn write_rows(&self, x: &GpuTensor, start: usize, data: &[f32]) -> Result<(), GpuError> {
+        let from = start.saturating_mul(x.cols);
+        let fits = x.cols > 0
+            && data.len().is_multiple_of(x.cols)
+            && from.saturating_add(data.len()) <= x.len();
+        if !fits {
+            return Err(GpuError::Shape {
+                op: "write_rows",
+                detail: format!(
+                    "{} values at row {start} of a {}×{} tensor",
+                    data.len(),
+                    x.rows,
+                    x.cols
+                ),
+            });
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        // A queue write lands before the next submit's commands: submit the recorded ones first.
+        self.recorder.flush()?;
+        self.recorder.queue().write_buffer(
+            &x.buffer,
+            (from * 4) as u64,
+            bytemuck::cast_slice(data),
+        );
+        Ok(())
+    }
+
+    /// Uploads a weight of `rows` rows of `cols` elements of type `ty` from its file bytes,
+    /// split into row ranges that each fit one storage binding.
+    pub fn upload_weight(
+        &self,
+        name: &str,
+        ty: GgmlType,
+        rows: usize,
+        cols: usize,
+        bytes: &[u8],
+    ) -> Result<GpuWeight, GpuError> {
+        self.upload_weight_in_parts(name, ty, rows, cols, bytes, usize::MAX)
+    }
+
+    /// [`Wgpu::upload_weight`] with at most `max_part_rows` rows per buffer (tests use it to
+    /// exercise split weights without tensors of the binding limit's size).
+    pub fn upload_weight_in_parts(
+        &self,
+        name: &str,
+        ty: GgmlType,
+        rows: usize,
+        cols: usize,
+        bytes: &[u8],
+        max_part_rows: usize,
+    ) -> Result<GpuWeight, GpuError> {
+        let format = WeightFormat::from_ggml(ty).ok_or_else(|| GpuError::UnsupportedType {
+            tensor: name.into(),
+            ty: ty.name(),
+        })?;
+        let shape_error = |detail: String| GpuError::Shape {
+            op: "upload_weight",
+            detail: format!("{name}: {detail}"),
+        };
+        let row_bytes = row_bytes(ty, cols as u64)
+            .ok_or_else(|| shape_error(format!("bad row length {cols} for {}", ty.name())))?
+            as usize;
+        if rows.checked_mul(row_bytes) != Some(bytes.len()) {
+            return Err(shape_error(format!(
+                "{rows} rows of {row_bytes} bytes but {} given",
+                bytes.len()
+            )));
+        }
+        if cols as u64 * 4 > self.binding_limit {
+            return Err(GpuError::TooLarge {
+                what: format!("a row of {name}, dequantized"),
+                bytes: cols as u64 * 4,
+                limit: self.binding_limit,
+            });
+        }
+        let rows_per_part = (self.binding_limit as usize / row_bytes.max(1))
+            .min(max_part_rows)
+            .max(1);
+        let mut parts = Vec::new();
+        for first_row in (0..rows).step_by(rows_per_part) {
+            let part_rows = rows_per_part.min(rows - first_row);
+            let part_bytes = &bytes[first_row * row_bytes..(first_row + part_rows) * row_bytes];
+            parts.push(WeightPart {
+                first_row,
+                rows: part_rows,
+                buffer: self.upload_weight_part(name, part_bytes)?,
+            });
+        }
+        Ok(GpuWeight {
+            name: name.into(),
+            format,
+            rows,
+            cols,
+            row_bytes,
+            parts,
+        })
+    }
+
+    fn upload_weight_part(&self, name: &str, bytes: &[u8]) -> Result<wgpu::Buffer, GpuError> {
+        let needed = padded_size(bytes.len() as u64);
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(name),
+            size: needed,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        if pollster::block_on(scope.pop()).is_some() {
+            return Err(GpuError::OutOfMemory {
+                tensor: name.into(),
+                needed,
+                resident: self.resident_weight_bytes.load(Ordering::Relaxed),
+            });
+        }
+        // Whole words only: the tail of an odd-sized part goes in through a padded copy.
+        let whole = bytes.len() / 4 * 4;
+        let queue = self.recorder.queue();
+        queue.write_buffer(&buffer, 0, &bytes[..whole]);
+        if whole < bytes.len() {
+            let mut tail = [0u8; 4];
+            tail[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
+            queue.write_buffer(&buffer, whole as u64, &tail);
+        }
+        // Submitting hands the staged bytes to the device now instead of holding every weight
+        // of the model in staging memory until the first forward.
+        queue.submit([]);
+        self.resident_weight_bytes
+            .fetch_add(needed, Ordering::Relaxed);
+        Ok(buffer)
+    }
+}

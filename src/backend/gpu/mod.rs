@@ -1,0 +1,125 @@
+//! The wgpu backend: the op set of the model on any GPU that wgpu drives (Vulkan, Metal, DX12).
+//!
+//! Weights are uploaded once as the file stores them (quantized blocks included) and decoded by
+//! the kernels; tensors larger than one storage binding are split into row ranges. Ops record
+//! dispatches into one compute pass; only a readback submits and waits (see [`recorder`]).
+
+mod error;
+mod kernels;
+mod memory;
+mod ops;
+mod recorder;
+
+use std::sync::{Arc, Mutex};
+
+pub use error::GpuError;
+pub use kernels::{kernel_sources, KernelSource, WeightFormat};
+pub use memory::{GpuTensor, GpuWeight};
+
+use kernels::Pipelines;
+use recorder::Recorder;
+
+/// The device, its pipelines and the recorder of the current forward.
+pub struct Wgpu {
+    device: wgpu::Device,
+    adapter: wgpu::AdapterInfo,
+    pipelines: Pipelines,
+    recorder: Recorder,
+    /// Bytes one storage binding may span on this device.
+    binding_limit: u64,
+    /// Weight bytes uploaded so far, for out-of-memory reports.
+    resident_weight_bytes: std::sync::atomic::AtomicU64,
+    /// The first error wgpu reported outside an error scope; every later op fails with it.
+    device_error: Arc<Mutex<Option<String>>>,
+    /// RoPE inverse-frequency tables by (rotated dims, f32 bits of the base).
+    rope_tables: Mutex<std::collections::HashMap<(usize, u32), wgpu::Buffer>>,
+}
+
+impl Wgpu {
+    /// Opens the best adapter wgpu finds (`WGPU_BACKEND` and `WGPU_ADAPTER_NAME` narrow the
+    /// choice), with every limit the adapter offers, and builds all pipelines.
+    pub fn new() -> Result<Wgpu, GpuError> {
+        let mut instance_desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        // Fail creating a resource rather than overcommitting device memory.
+        instance_desc.memory_budget_thresholds.for_resource_creation = Some(95);
+        let instance = wgpu::Instance::new(instance_desc);
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            force_fallback_adapter: false,
+            compatible_surface: None,
+            apply_limit_buckets: false,
+        }))
+        .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
+        let info = adapter.get_info();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("qwen35"),
+            required_features: wgpu::Features::empty(),
+            required_limits: adapter.limits(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|e| GpuError::RequestDevice {
+            adapter: info.name.clone(),
+            reason: e.to_string(),
+        })?;
+        let device_error = Arc::new(Mutex::new(None));
+        let sink = Arc::clone(&device_error);
+        device.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
+            log::error!("wgpu: {error}");
+            if let Ok(mut first) = sink.lock() {
+                first.get_or_insert_with(|| error.to_string());
+            }
+        }));
+        let pipelines = Pipelines::build(&device)?;
+        let limits = device.limits();
+        let binding_limit = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        log::info!(
+            "wgpu: {} ({:?}, {:?}), storage bindings up to {binding_limit} bytes",
+            info.name,
+            info.backend,
+            info.device_type
+        );
+        Ok(Wgpu {
+            recorder: Recorder::new(device.clone(), queue),
+            device,
+            adapter: info,
+            pipelines,
+            binding_limit,
+            resident_weight_bytes: 0.into(),
+            device_error,
+            rope_tables: Mutex::new(Default::default()),
+        })
+    }
+
+    /// The adapter's name, backend and type, e.g. "llvmpipe (LLVM 15.0.6), Vulkan, Cpu".
+    pub fn adapter_description(&self) -> String {
+        format!(
+            "{}, {:?}, {:?}",
+            self.adapter.name, self.adapter.backend, self.adapter.device_type
+        )
+    }
+
+    /// Bytes one storage binding may span (tensors above it are split into row ranges).
+    pub fn binding_limit(&self) -> u64 {
+        self.binding_limit
+    }
+
+    /// Submits the recorded work without waiting for it.
+    pub fn flush(&self) -> Result<(), GpuError> {
+        self.recorder.flush()
+    }
+
+    /// Fails with the first error wgpu reported asynchronously, if any.
+    fn check_device(&self) -> Result<(), GpuError> {
+        match self.device_error.lock() {
+            Ok(first) => match first.as_ref() {
+                Some(message) => Err(GpuError::Device(message.clone())),
+                None => Ok(()),
+            },
+            Err(_) => Err(GpuError::Device("error sink poisoned".into())),
+        }
+    }
+}

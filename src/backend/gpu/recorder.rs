@@ -1,0 +1,243 @@
+//! Records dispatches into one open compute pass; only a readback (or a host write, which must
+//! land after the work recorded before it) ends the pass and submits.
+//!
+//! Kernel parameters (sizes, offsets, eps) are tiny uniform structs. Each dispatch takes the next
+//! slot of a host-side staging area; the slots are written to their uniform buffers once, right
+//! before the submit that uses them, so a whole forward costs one queue write and one submit.
+
+use std::sync::mpsc;
+use std::sync::Mutex;
+
+use super::kernels::{Kernel, Pipelines};
+use super::GpuError;
+
+/// The most u32 words a kernel's parameter struct has.
+const MAX_PARAM_WORDS: usize = 8;
+/// Parameter slots per uniform buffer.
+const SLOTS_PER_CHUNK: usize = 256;
+
+struct OpenPass {
+    // Declared first so that it is dropped before the encoder it records into.
+    pass: wgpu::ComputePass<'static>,
+    encoder: wgpu::CommandEncoder,
+}
+
+/// Uniform buffers for the parameters of the dispatches recorded since the last submit.
+struct ParamArena {
+    slot_bytes: usize,
+    chunks: Vec<wgpu::Buffer>,
+    staged: Vec<u8>,
+    used: usize,
+}
+
+impl ParamArena {
+    fn new(min_uniform_offset_alignment: u32) -> ParamArena {
+        let align = (min_uniform_offset_alignment as usize).max(1);
+        let slot_bytes = (MAX_PARAM_WORDS * 4).div_ceil(align) * align;
+        ParamArena {
+            slot_bytes,
+            chunks: Vec::new(),
+            staged: Vec::new(),
+            used: 0,
+        }
+    }
+
+    /// Stages `words` in a fresh slot; returns its buffer and offset.
+    fn push(&mut self, device: &wgpu::Device, words: &[u32]) -> (wgpu::Buffer, u64) {
+        let chunk = self.used / SLOTS_PER_CHUNK;
+        if chunk == self.chunks.len() {
+            self.chunks
+                .push(device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("kernel parameters"),
+                    size: (SLOTS_PER_CHUNK * self.slot_bytes) as u64,
+                    usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                }));
+        }
+        let start = self.used * self.slot_bytes;
+        self.staged.resize(start + self.slot_bytes, 0);
+        for (dst, w) in self.staged[start..].chunks_exact_mut(4).zip(words) {
+            dst.copy_from_slice(&w.to_le_bytes());
+        }
+        self.used += 1;
+        let offset = ((start / self.slot_bytes) % SLOTS_PER_CHUNK * self.slot_bytes) as u64;
+        (self.chunks[chunk].clone(), offset)
+    }
+
+    /// Writes the staged slots to their buffers (they land before the next submit's commands).
+    fn upload(&mut self, queue: &wgpu::Queue) {
+        let chunk_bytes = SLOTS_PER_CHUNK * self.slot_bytes;
+        for (chunk, staged) in self.chunks.iter().zip(self.staged.chunks(chunk_bytes)) {
+            queue.write_buffer(chunk, 0, staged);
+        }
+        self.staged.clear();
+        self.used = 0;
+    }
+}
+
+struct State {
+    open: Option<OpenPass>,
+    params: ParamArena,
+}
+
+pub struct Recorder {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    max_workgroups: u32,
+    state: Mutex<State>,
+}
+
+/// A buffer bound to a kernel: the whole buffer, at bindings 1, 2, … in order.
+pub type Binding<'a> = &'a wgpu::Buffer;
+
+impl Recorder {
+    pub fn new(device: wgpu::Device, queue: wgpu::Queue) -> Recorder {
+        let limits = device.limits();
+        Recorder {
+            max_workgroups: limits.max_compute_workgroups_per_dimension,
+            state: Mutex::new(State {
+                open: None,
+                params: ParamArena::new(limits.min_uniform_buffer_offset_alignment),
+            }),
+            device,
+            queue,
+        }
+    }
+
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>, GpuError> {
+        self.state
+            .lock()
+            .map_err(|_| GpuError::Device("a thread panicked while recording".into()))
+    }
+
+    /// Records `kernel` over `workgroups` workgroups (folded into two grid dimensions).
+    pub fn dispatch(
+        &self,
+        pipelines: &Pipelines,
+        kernel: Kernel,
+        params: &[u32],
+        buffers: &[Binding<'_>],
+        workgroups: usize,
+    ) -> Result<(), GpuError> {
+        if workgroups == 0 {
+            return Ok(());
+        }
+        let max = self.max_workgroups as usize;
+        let x = workgroups.min(max);
+        let y = workgroups.div_ceil(x);
+        if y > max || params.len() > MAX_PARAM_WORDS {
+            return Err(GpuError::Shape {
+                op: "dispatch",
+                detail: format!(
+                    "{}: {workgroups} workgroups, {} parameter words",
+                    kernel.name(),
+                    params.len()
+                ),
+            });
+        }
+        let pipeline = pipelines.get(kernel)?;
+        let mut state = self.lock()?;
+        let (param_buffer, param_offset) = state.params.push(&self.device, params);
+        let param_size = (params.len().max(1) * 4).div_ceil(16) * 16;
+        let mut entries = vec![wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &param_buffer,
+                offset: param_offset,
+                size: std::num::NonZeroU64::new(param_size as u64),
+            }),
+        }];
+        entries.extend(buffers.iter().zip(1..).map(|(b, i)| wgpu::BindGroupEntry {
+            binding: i,
+            resource: b.as_entire_binding(),
+        }));
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        let open = state.open.get_or_insert_with(|| {
+            let mut encoder = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+            let pass = encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor::default())
+                .forget_lifetime();
+            OpenPass { pass, encoder }
+        });
+        open.pass.set_pipeline(pipeline);
+        open.pass.set_bind_group(0, &bind_group, &[]);
+        open.pass.dispatch_workgroups(x as u32, y as u32, 1);
+        Ok(())
+    }
+
+    /// Ends the open pass (if any) and returns its encoder for more commands.
+    fn close(&self, state: &mut State) -> wgpu::CommandEncoder {
+        match state.open.take() {
+            Some(OpenPass { pass, encoder }) => {
+                drop(pass);
+                encoder
+            }
+            None => self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None }),
+        }
+    }
+
+    fn submit(&self, state: &mut State, encoder: wgpu::CommandEncoder) -> wgpu::SubmissionIndex {
+        state.params.upload(&self.queue);
+        self.queue.submit([encoder.finish()])
+    }
+
+    /// Submits the recorded work without waiting, so that later queue writes land after it.
+    pub fn flush(&self) -> Result<(), GpuError> {
+        let mut state = self.lock()?;
+        if state.open.is_some() {
+            let encoder = self.close(&mut state);
+            self.submit(&mut state, encoder);
+        }
+        Ok(())
+    }
+
+    /// Submits the recorded work plus a copy of `size` bytes of `buffer` from `offset`, waits,
+    /// and returns the bytes.
+    pub fn read(&self, buffer: &wgpu::Buffer, offset: u64, size: u64) -> Result<Vec<u8>, GpuError> {
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let index = {
+            let mut state = self.lock()?;
+            let mut encoder = self.close(&mut state);
+            encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
+            self.submit(&mut state, encoder)
+        };
+        let (sender, receiver) = mpsc::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |result| {
+            // The receiver waits below; a failed send means it is gone and nobody needs this.
+            let _ = sender.send(result);
+        });
+        self.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        receiver
+            .recv()
+            .map_err(|e| GpuError::Readback(e.to_string()))?
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        let bytes = staging
+            .get_mapped_range(..)
+            .map_err(|e| GpuError::Readback(e.to_string()))?
+            .to_vec();
+        staging.unmap();
+        Ok(bytes)
+    }
+}

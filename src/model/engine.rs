@@ -1,0 +1,177 @@
+//! The engine the CLI drives: one sequence's state on one backend, fed tokens, returning logits.
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use super::config::Config;
+use super::forward::forward;
+use super::state::{Snapshot, State};
+use super::weights::Weights;
+use super::ModelError;
+use crate::backend::cpu::CpuBackend;
+use crate::backend::Backend;
+use crate::gguf::GgufFile;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    Cpu,
+    Wgpu,
+    Metal,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::Wgpu => "wgpu",
+            BackendKind::Metal => "metal",
+        }
+    }
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for BackendKind {
+    type Err = ModelError;
+
+    fn from_str(s: &str) -> Result<BackendKind, ModelError> {
+        match s {
+            "cpu" => Ok(BackendKind::Cpu),
+            "wgpu" => Ok(BackendKind::Wgpu),
+            "metal" => Ok(BackendKind::Metal),
+            other => Err(ModelError::UnknownBackend(other.to_string())),
+        }
+    }
+}
+
+pub trait Engine: Send {
+    fn config(&self) -> &Config;
+    /// Tokens consumed so far.
+    fn position(&self) -> usize;
+    fn context_len(&self) -> usize;
+    /// Feeds `tokens` and returns the last token's logits ([vocab]) or, with `all_logits`, every
+    /// token's ([n·vocab], token-major). Fails with `ContextFull` before touching the state when
+    /// the tokens do not fit.
+    fn eval(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>, ModelError>;
+    /// Back to an empty sequence.
+    fn reset(&mut self);
+    fn snapshot(&self) -> Snapshot;
+    fn restore(&mut self, snapshot: &Snapshot) -> Result<(), ModelError>;
+}
+
+/// Loads the model in `file` onto `backend` with a context of `ctx` tokens (0: the trained
+/// context); `threads` sizes the CPU pool (0: one per core).
+pub fn load_engine(
+    file: Arc<GgufFile>,
+    backend: BackendKind,
+    threads: usize,
+    ctx: usize,
+) -> Result<Box<dyn Engine>, ModelError> {
+    let config = Config::from_gguf(&file)?;
+    match backend {
+        BackendKind::Cpu => {
+            let cpu = CpuBackend::new(threads).map_err(|e| ModelError::BackendUnavailable {
+                backend: "cpu",
+                reason: e.to_string(),
+            })?;
+            Ok(Box::new(Session::new(cpu, &file, config, ctx)?))
+        }
+        BackendKind::Wgpu | BackendKind::Metal => Err(ModelError::BackendUnavailable {
+            backend: backend.name(),
+            reason: "GPU backends are not built yet; use --backend cpu".into(),
+        }),
+    }
+}
+
+/// One sequence on one backend.
+pub struct Session<B: Backend> {
+    backend: B,
+    config: Config,
+    weights: Weights<B>,
+    state: State<B>,
+}
+
+impl<B: Backend> Session<B> {
+    pub fn new(
+        backend: B,
+        file: &Arc<GgufFile>,
+        config: Config,
+        ctx: usize,
+    ) -> Result<Session<B>, ModelError> {
+        let weights = Weights::load(file, &config, &backend)?;
+        let ctx = if ctx == 0 { config.train_context } else { ctx };
+        let kv_row_bytes = config.n_kv_head * config.head_dim * std::mem::size_of::<f32>();
+        if ctx
+            .checked_mul(kv_row_bytes)
+            .is_none_or(|b| b > isize::MAX as usize)
+        {
+            return Err(ModelError::ContextTooLarge { ctx });
+        }
+        let state = State::new(&backend, &config, ctx);
+        Ok(Session {
+            backend,
+            config,
+            weights,
+            state,
+        })
+    }
+}
+
+impl<B: Backend> Engine for Session<B> {
+    fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn position(&self) -> usize {
+        self.state.position
+    }
+
+    fn context_len(&self) -> usize {
+        self.state.context_len
+    }
+
+    fn eval(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>, ModelError> {
+        if tokens.is_empty() {
+            return Err(ModelError::EmptyInput);
+        }
+        let needed = self.state.position + tokens.len();
+        if needed > self.state.context_len {
+            return Err(ModelError::ContextFull {
+                needed,
+                ctx: self.state.context_len,
+            });
+        }
+        if let Some(&token) = tokens.iter().find(|&&t| t as usize >= self.config.vocab) {
+            return Err(ModelError::TokenOutOfRange {
+                token,
+                vocab: self.config.vocab,
+            });
+        }
+        let logits = forward(
+            &self.backend,
+            &self.config,
+            &self.weights,
+            &mut self.state,
+            tokens,
+            all_logits,
+        )?;
+        let rows = self.backend.dims(&logits).0;
+        Ok(self.backend.read_rows(&logits, 0, rows))
+    }
+
+    fn reset(&mut self) {
+        self.state.reset(&self.backend);
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        self.state.snapshot(&self.backend)
+    }
+
+    fn restore(&mut self, snapshot: &Snapshot) -> Result<(), ModelError> {
+        self.state.restore(&self.backend, snapshot)
+    }
+}

@@ -1,0 +1,132 @@
+//! THE forward pass of qwen35, written once against the backend op set. Read it next to
+//! QWEN35.md §2–§6: one step per line, in the order the model computes them.
+
+use super::config::Config;
+use super::state::{LayerState, State};
+use super::weights::{Attention, DeltaNet, Mixer, Weights};
+use super::ModelError;
+use crate::backend::{AttentionShape, Backend, DeltaNetShape};
+
+/// Runs `tokens` (at positions `state.position..`) through the model, advancing the state.
+/// Returns the logits of every token ([n, vocab]) or of the last one ([1, vocab]).
+pub fn forward<B: Backend>(
+    b: &B,
+    cfg: &Config,
+    w: &Weights<B>,
+    state: &mut State<B>,
+    tokens: &[u32],
+    all_logits: bool,
+) -> Result<B::Tensor, ModelError> {
+    let pos0 = state.position;
+    let eps = cfg.rms_eps;
+
+    // §2: h = E[token], no scaling.
+    let mut h = b.embed(&w.token_embd, tokens)?;
+    for (i, (layer, layer_state)) in w.layers.iter().zip(&mut state.layers).enumerate() {
+        // Token mixing on the normed stream, added back to the residual.
+        let u = b.rms_norm(&h, &layer.attn_norm, eps)?;
+        let mixed = match (&layer.mixer, layer_state) {
+            (Mixer::Attention(a), LayerState::Attention { k, v }) => {
+                attention(b, cfg, a, &u, k, v, pos0)?
+            }
+            (Mixer::DeltaNet(d), LayerState::DeltaNet { conv, recurrent }) => {
+                delta_net(b, cfg, d, &u, conv, recurrent)?
+            }
+            _ => return Err(ModelError::StateMismatch { layer: i }),
+        };
+        b.add(&mut h, &mixed)?;
+
+        // §6 SwiGLU MLP on the normed stream, added back.
+        let u = b.rms_norm(&h, &layer.post_attention_norm, eps)?;
+        let gate = b.matmul(&u, &layer.ffn_gate)?;
+        let up = b.matmul(&u, &layer.ffn_up)?;
+        let down = b.matmul(&b.swiglu(&gate, &up)?, &layer.ffn_down)?;
+        b.add(&mut h, &down)?;
+    }
+    state.position = pos0 + tokens.len();
+
+    // Final norm and lm_head, only on the rows whose logits are wanted.
+    let h = if all_logits {
+        h
+    } else {
+        b.rows(&h, tokens.len().saturating_sub(1), 1)?
+    };
+    let h = b.rms_norm(&h, &w.output_norm, eps)?;
+    Ok(b.matmul(&h, &w.output)?)
+}
+
+/// §4: gated full attention with qk-norm and partial NeoX RoPE.
+fn attention<B: Backend>(
+    b: &B,
+    cfg: &Config,
+    a: &Attention<B>,
+    u: &B::Tensor,
+    k_cache: &mut B::Tensor,
+    v_cache: &mut B::Tensor,
+    pos0: usize,
+) -> Result<B::Tensor, ModelError> {
+    let (hd, eps) = (cfg.head_dim, cfg.rms_eps);
+    // 1. Each head's 2·hd projections are [query | gate].
+    let q_and_gate = b.matmul(u, &a.q)?;
+    let q = b.slice_cols(&q_and_gate, 2 * hd, 0, hd)?;
+    let gate = b.slice_cols(&q_and_gate, 2 * hd, hd, hd)?;
+    // 2. Keys and values.
+    let k = b.matmul(u, &a.k)?;
+    let v = b.matmul(u, &a.v)?;
+    // 3. Per-head RMS norm of q and k, before RoPE.
+    let q = b.rms_norm(&q, &a.q_norm, eps)?;
+    let k = b.rms_norm(&k, &a.k_norm, eps)?;
+    // 4. RoPE on the first rope_dims of each head.
+    let q = b.rope(&q, hd, cfg.rope_dims, cfg.rope_base, pos0)?;
+    let k = b.rope(&k, hd, cfg.rope_dims, cfg.rope_base, pos0)?;
+    // 5. Append to the cache and attend causally (GQA).
+    let shape = AttentionShape {
+        n_head: cfg.n_head,
+        n_kv_head: cfg.n_kv_head,
+        head_dim: hd,
+    };
+    let o = b.attention(&q, &k, &v, k_cache, v_cache, pos0, shape)?;
+    // 6. Sigmoid output gate, then the output projection.
+    let o = b.sigmoid_mul(&o, &gate)?;
+    Ok(b.matmul(&o, &a.output)?)
+}
+
+/// §5: Gated DeltaNet.
+fn delta_net<B: Backend>(
+    b: &B,
+    cfg: &Config,
+    d: &DeltaNet<B>,
+    u: &B::Tensor,
+    conv_state: &mut B::Tensor,
+    recurrent: &mut B::Tensor,
+) -> Result<B::Tensor, ModelError> {
+    let (key_width, eps) = (cfg.ssm_key_width(), cfg.rms_eps);
+    // 5.1 Projections: m = q|k|v (through the conv), z, β and α inputs (not).
+    let m = b.matmul(u, &d.qkv)?;
+    let z = b.matmul(u, &d.gate)?;
+    let beta = b.matmul(u, &d.beta)?;
+    let alpha = b.matmul(u, &d.alpha)?;
+    // 5.2 Causal depthwise conv + SiLU over the raw m of the previous tokens.
+    let y = b.conv1d_silu(&m, &d.conv, conv_state)?;
+    // 5.3 Split into q, k, v; L2-normalise q and k per head, q also scaled by 1/sqrt(Dk).
+    let width = cfg.conv_channels();
+    let q = b.slice_cols(&y, width, 0, key_width)?;
+    let k = b.slice_cols(&y, width, key_width, key_width)?;
+    let v = b.slice_cols(&y, width, 2 * key_width, cfg.ssm_value_width())?;
+    let q_scale = 1.0 / (cfg.ssm_k_dim as f32).sqrt();
+    let q = b.l2_norm(&q, cfg.ssm_k_dim, q_scale, eps)?;
+    let k = b.l2_norm(&k, cfg.ssm_k_dim, 1.0, eps)?;
+    // Decay g = ssm_a·softplus(α + dt_bias) and write strength β = sigmoid(β).
+    let (g, beta) = b.delta_net_gates(&alpha, &beta, &d.ssm_a, &d.dt_bias)?;
+    // 5.4 The gated delta rule on the recurrent state (value head h reads q/k head h mod Hk).
+    let shape = DeltaNetShape {
+        n_k_head: cfg.ssm_k_heads,
+        n_v_head: cfg.ssm_v_heads,
+        k_dim: cfg.ssm_k_dim,
+        v_dim: cfg.ssm_v_dim,
+    };
+    let o = b.delta_rule(&q, &k, &v, &g, &beta, recurrent, shape)?;
+    // 5.6 Gated RMS norm per value head with silu(z), then the output projection.
+    let o = b.gated_rms_norm(&o, &z, &d.norm, eps)?;
+    Ok(b.matmul(&o, &d.out)?)
+}

@@ -1,0 +1,617 @@
+//! Each GPU op against a plain-Rust reference on random inputs at awkward sizes (not multiples
+//! of the workgroup size). Runs on whatever adapter wgpu finds (lavapipe in CI); without one the
+//! tests skip with a notice, unless QWEN35_REQUIRE_GPU=1 makes that a failure.
+
+use std::io::Write;
+use std::sync::OnceLock;
+
+use half::{bf16, f16};
+use qwen35::backend::gpu::{GpuError, GpuTensor, Wgpu};
+use qwen35::quant::GgmlType;
+
+fn gpu() -> Option<&'static Wgpu> {
+    static GPU: OnceLock<Option<Wgpu>> = OnceLock::new();
+    GPU.get_or_init(|| match Wgpu::new() {
+        Ok(gpu) => {
+            eprintln!("GPU tests on {}", gpu.adapter_description());
+            Some(gpu)
+        }
+        Err(e) if std::env::var("QWEN35_REQUIRE_GPU").as_deref() == Ok("1") => {
+            panic!("QWEN35_REQUIRE_GPU=1 but no GPU: {e}")
+        }
+        Err(e) => {
+            // Straight to stderr: the harness captures eprintln! of passing tests.
+            let _ = writeln!(std::io::stderr(), "NOTICE: skipping GPU tests: {e}");
+            None
+        }
+    })
+    .as_ref()
+}
+
+/// xorshift64*: reproducible inputs without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// Uniform in [-1, 1).
+    fn next(&mut self) -> f32 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let bits = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40;
+        bits as f32 / (1u64 << 23) as f32 - 1.0
+    }
+
+    fn vec(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.next()).collect()
+    }
+}
+
+fn assert_close(what: &str, got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    assert!(
+        got.iter().all(|v| v.is_finite()),
+        "{what}: non-finite output"
+    );
+    let dot: f64 = got
+        .iter()
+        .zip(want)
+        .map(|(&a, &b)| a as f64 * b as f64)
+        .sum();
+    let norm = |v: &[f32]| v.iter().map(|&a| a as f64 * a as f64).sum::<f64>().sqrt();
+    let (ng, nw) = (norm(got), norm(want));
+    assert!(
+        nw > 0.0,
+        "{what}: reference is all zeros, the test cannot fail"
+    );
+    let cosine = dot / (ng * nw);
+    assert!(
+        cosine >= 0.99999 && (ng / nw - 1.0).abs() < 1e-3,
+        "{what}: cosine {cosine}, norms {ng} vs {nw}"
+    );
+}
+
+fn read_all(gpu: &Wgpu, x: &GpuTensor) -> Vec<f32> {
+    gpu.read_rows(x, 0, usize::MAX).expect("readback")
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn silu(x: f32) -> f32 {
+    x / (1.0 + (-x).exp())
+}
+
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// `x · Wᵀ` for row-major x (n × cols) and W (rows × cols).
+fn reference_matmul(x: &[f32], w: &[f32], cols: usize) -> Vec<f32> {
+    x.chunks_exact(cols)
+        .flat_map(|xr| w.chunks_exact(cols).map(move |wr| dot(xr, wr)))
+        .collect()
+}
+
+/// A weight in a float format: its file bytes and the values they decode to.
+fn float_weight(ty: GgmlType, values: &[f32]) -> (Vec<u8>, Vec<f32>) {
+    match ty {
+        GgmlType::F32 => (bytemuck::cast_slice(values).to_vec(), values.to_vec()),
+        GgmlType::F16 => {
+            let h: Vec<f16> = values.iter().map(|&v| f16::from_f32(v)).collect();
+            let bytes = h.iter().flat_map(|v| v.to_le_bytes()).collect();
+            (bytes, h.iter().map(|v| v.to_f32()).collect())
+        }
+        GgmlType::BF16 => {
+            let h: Vec<bf16> = values.iter().map(|&v| bf16::from_f32(v)).collect();
+            let bytes = h.iter().flat_map(|v| v.to_le_bytes()).collect();
+            (bytes, h.iter().map(|v| v.to_f32()).collect())
+        }
+        other => panic!("{other:?} is not a float format"),
+    }
+}
+
+/// Q8_0 blocks of random values, and the values they decode to.
+fn q8_0_weight(rng: &mut Rng, n: usize) -> (Vec<u8>, Vec<f32>) {
+    let mut bytes = Vec::new();
+    let mut values = Vec::new();
+    for _ in 0..n / 32 {
+        let d = f16::from_f32(0.01 + rng.next().abs() * 0.02);
+        bytes.extend(d.to_le_bytes());
+        for _ in 0..32 {
+            let q = (rng.next() * 127.0) as i8;
+            bytes.push(q as u8);
+            values.push(d.to_f32() * q as f32);
+        }
+    }
+    (bytes, values)
+}
+
+#[test]
+fn matmul_float_formats_against_reference() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(1);
+    let (rows, cols, tokens) = (67, 37, 3);
+    for ty in [GgmlType::F32, GgmlType::F16, GgmlType::BF16] {
+        let (bytes, w) = float_weight(ty, &rng.vec(rows * cols));
+        let x = rng.vec(tokens * cols);
+        let weight = gpu.upload_weight("w", ty, rows, cols, &bytes).unwrap();
+        let xt = gpu.upload(tokens, cols, &x).unwrap();
+        let y = gpu.matmul(&xt, &weight).unwrap();
+        assert_eq!(y.dims(), (tokens, rows));
+        assert_close(
+            &format!("{ty:?}"),
+            &read_all(gpu, &y),
+            &reference_matmul(&x, &w, cols),
+        );
+    }
+}
+
+#[test]
+fn matmul_q8_0_and_split_weight() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(2);
+    let (rows, cols, tokens) = (45, 96, 2);
+    let (bytes, w) = q8_0_weight(&mut rng, rows * cols);
+    let x = rng.vec(tokens * cols);
+    let xt = gpu.upload(tokens, cols, &x).unwrap();
+    let want = reference_matmul(&x, &w, cols);
+    let whole = gpu
+        .upload_weight("q8", GgmlType::Q8_0, rows, cols, &bytes)
+        .unwrap();
+    let split = gpu
+        .upload_weight_in_parts("q8 split", GgmlType::Q8_0, rows, cols, &bytes, 10)
+        .unwrap();
+    assert_eq!((whole.parts(), split.parts()), (1, 5));
+    let y_whole = gpu.matmul(&xt, &whole).unwrap();
+    let y_split = gpu.matmul(&xt, &split).unwrap();
+    assert_close("q8_0", &read_all(gpu, &y_whole), &want);
+    assert_close("q8_0 in parts", &read_all(gpu, &y_split), &want);
+}
+
+#[test]
+fn embed_dequantizes_rows_across_parts() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(3);
+    let (rows, cols) = (23, 64);
+    let tokens = [3u32, 0, 22, 3, 17];
+    let (f16_bytes, f16_values) = float_weight(GgmlType::F16, &rng.vec(rows * cols));
+    let (q8_bytes, q8_values) = q8_0_weight(&mut rng, rows * cols);
+    for (ty, bytes, values) in [
+        (GgmlType::F16, f16_bytes, f16_values),
+        (GgmlType::Q8_0, q8_bytes, q8_values),
+    ] {
+        let table = gpu
+            .upload_weight_in_parts("table", ty, rows, cols, &bytes, 7)
+            .unwrap();
+        let out = gpu.embed(&table, &tokens).unwrap();
+        let want: Vec<f32> = tokens
+            .iter()
+            .flat_map(|&t| values[t as usize * cols..(t as usize + 1) * cols].to_vec())
+            .collect();
+        assert_close(&format!("embed {ty:?}"), &read_all(gpu, &out), &want);
+    }
+    let table = gpu
+        .upload_weight("t", GgmlType::F32, 2, 3, &[0u8; 24])
+        .unwrap();
+    assert!(matches!(
+        gpu.embed(&table, &[2]),
+        Err(GpuError::TokenOutOfRange { token: 2, vocab: 2 })
+    ));
+}
+
+fn reference_rms(x: &[f32], w: &[f32], z: Option<&[f32]>, eps: f32) -> Vec<f32> {
+    let g = w.len();
+    let mut out = Vec::new();
+    for (i, xg) in x.chunks_exact(g).enumerate() {
+        let mean = xg.iter().map(|v| v * v).sum::<f32>() / g as f32;
+        let s = 1.0 / (mean + eps).sqrt();
+        for j in 0..g {
+            let gate = z.map_or(1.0, |z| silu(z[i * g + j]));
+            out.push(xg[j] * s * w[j] * gate);
+        }
+    }
+    out
+}
+
+#[test]
+fn norms_against_reference() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(4);
+    let (rows, group, groups) = (3, 37, 5);
+    let x = rng.vec(rows * group * groups);
+    let z = rng.vec(rows * group * groups);
+    let w = rng.vec(group);
+    let xt = gpu.upload(rows, group * groups, &x).unwrap();
+    let zt = gpu.upload(rows, group * groups, &z).unwrap();
+    let wt = gpu.upload(1, group, &w).unwrap();
+    let eps = 1e-6;
+    let y = gpu.rms_norm(&xt, &wt, eps).unwrap();
+    assert_close(
+        "rms_norm",
+        &read_all(gpu, &y),
+        &reference_rms(&x, &w, None, eps),
+    );
+    let y = gpu.gated_rms_norm(&xt, &zt, &wt, eps).unwrap();
+    let want = reference_rms(&x, &w, Some(&z), eps);
+    assert_close("gated_rms_norm", &read_all(gpu, &y), &want);
+    let (scale, l2_eps) = (0.7, 1e-6);
+    let y = gpu.l2_norm(&xt, group, scale, l2_eps).unwrap();
+    let want: Vec<f32> = x
+        .chunks_exact(group)
+        .flat_map(|g| {
+            let s = scale / (g.iter().map(|v| v * v).sum::<f32>() + l2_eps).sqrt();
+            g.iter().map(move |v| v * s)
+        })
+        .collect();
+    assert_close("l2_norm", &read_all(gpu, &y), &want);
+    assert!(gpu
+        .rms_norm(&xt, &gpu.upload(1, 4, &[1.0; 4]).unwrap(), eps)
+        .is_err());
+}
+
+#[test]
+fn elementwise_ops_against_reference() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(5);
+    let (rows, cols) = (3, 101);
+    let a = rng.vec(rows * cols);
+    let b: Vec<f32> = rng.vec(rows * cols).iter().map(|v| v * 4.0).collect();
+    let at = gpu.upload(rows, cols, &a).unwrap();
+    let bt = gpu.upload(rows, cols, &b).unwrap();
+    let swiglu: Vec<f32> = a.iter().zip(&b).map(|(&g, &u)| silu(g) * u).collect();
+    let got = gpu.swiglu(&at, &bt).unwrap();
+    assert_close("swiglu", &read_all(gpu, &got), &swiglu);
+    let gated: Vec<f32> = a.iter().zip(&b).map(|(&v, &g)| v * sigmoid(g)).collect();
+    let got = gpu.sigmoid_mul(&at, &bt).unwrap();
+    assert_close("sigmoid_mul", &read_all(gpu, &got), &gated);
+    gpu.add(&at, &bt).unwrap();
+    let sum: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    assert_close("add", &read_all(gpu, &at), &sum);
+    let other = gpu.upload(1, 3, &[0.0; 3]).unwrap();
+    assert!(gpu.add(&at, &other).is_err());
+}
+
+#[test]
+fn slicing_and_row_copies() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(6);
+    let (rows, group, groups) = (3, 23, 4);
+    let x = rng.vec(rows * group * groups);
+    let xt = gpu.upload(rows, group * groups, &x).unwrap();
+    let got = gpu.slice_cols(&xt, group, 5, 11).unwrap();
+    assert_eq!(got.dims(), (rows, groups * 11));
+    let want: Vec<f32> = x
+        .chunks_exact(group)
+        .flat_map(|g| g[5..16].to_vec())
+        .collect();
+    assert_close("slice_cols", &read_all(gpu, &got), &want);
+    let got = gpu.rows(&xt, 1, 2).unwrap();
+    assert_close("rows", &read_all(gpu, &got), &x[group * groups..]);
+    assert_eq!(gpu.read_rows(&xt, 2, 5).unwrap(), x[2 * group * groups..]);
+    assert!(gpu.rows(&xt, 2, 2).is_err());
+    assert!(gpu.slice_cols(&xt, group, 20, 4).is_err());
+}
+
+fn reference_rope(
+    x: &[f32],
+    cols: usize,
+    head_dim: usize,
+    rot: usize,
+    base: f32,
+    pos0: usize,
+) -> Vec<f32> {
+    let half = rot / 2;
+    let mut out = x.to_vec();
+    for (t, row) in out.chunks_exact_mut(cols).enumerate() {
+        let pos = (pos0 + t) as f32;
+        for head in row.chunks_exact_mut(head_dim) {
+            for i in 0..half {
+                let f = 1.0 / base.powf((2 * i) as f32 / rot as f32);
+                let (sin, cos) = (pos * f).sin_cos();
+                let (x0, x1) = (head[i], head[i + half]);
+                head[i] = x0 * cos - x1 * sin;
+                head[i + half] = x1 * cos + x0 * sin;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn rope_partial_and_full() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(7);
+    let (rows, head_dim, heads) = (3, 24, 4);
+    let x = rng.vec(rows * head_dim * heads);
+    let xt = gpu.upload(rows, head_dim * heads, &x).unwrap();
+    for (rot, pos0) in [(10, 7), (24, 1000), (6, 70_000)] {
+        let got = gpu.rope(&xt, head_dim, rot, 10_000_000.0, pos0).unwrap();
+        let want = reference_rope(&x, head_dim * heads, head_dim, rot, 10_000_000.0, pos0);
+        assert_close(
+            &format!("rope {rot} at {pos0}"),
+            &read_all(gpu, &got),
+            &want,
+        );
+    }
+    assert!(gpu.rope(&xt, head_dim, 7, 1e4, 0).is_err());
+}
+
+/// Attention over cache rows 0..=pos of every query row, with the given history.
+fn reference_attention(
+    q: &[f32],
+    k_hist: &[f32],
+    v_hist: &[f32],
+    pos0: usize,
+    (n_head, n_kv_head, head_dim): (usize, usize, usize),
+) -> Vec<f32> {
+    let kv_cols = n_kv_head * head_dim;
+    let mut out = Vec::new();
+    for (t, qr) in q.chunks_exact(n_head * head_dim).enumerate() {
+        for h in 0..n_head {
+            let kvh = h / (n_head / n_kv_head);
+            let qh = &qr[h * head_dim..(h + 1) * head_dim];
+            let at = |m: &[f32], j: usize| m[j * kv_cols + kvh * head_dim..][..head_dim].to_vec();
+            let scores: Vec<f32> = (0..=pos0 + t)
+                .map(|j| dot(qh, &at(k_hist, j)) / (head_dim as f32).sqrt())
+                .collect();
+            let max = scores.iter().copied().fold(f32::MIN, f32::max);
+            let weights: Vec<f32> = scores.iter().map(|s| (s - max).exp()).collect();
+            let total: f32 = weights.iter().sum();
+            let mut o = vec![0.0; head_dim];
+            for (j, w) in weights.iter().enumerate() {
+                for (o, v) in o.iter_mut().zip(at(v_hist, j)) {
+                    *o += w / total * v;
+                }
+            }
+            out.extend(o);
+        }
+    }
+    out
+}
+
+#[test]
+fn attention_prefill_then_decode() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(8);
+    let shape = (6, 2, 40);
+    let (n_head, n_kv_head, head_dim) = shape;
+    let (kv_cols, capacity, prefill) = (n_kv_head * head_dim, 80, 67);
+    let k_cache = gpu.zeros(capacity, kv_cols).unwrap();
+    let v_cache = gpu.zeros(capacity, kv_cols).unwrap();
+    let k_hist = rng.vec((prefill + 1) * kv_cols);
+    let v_hist: Vec<f32> = rng
+        .vec((prefill + 1) * kv_cols)
+        .iter()
+        .map(|v| v * 3.0)
+        .collect();
+    for (pos0, rows) in [(0, prefill), (prefill, 1)] {
+        let q: Vec<f32> = rng
+            .vec(rows * n_head * head_dim)
+            .iter()
+            .map(|v| v * 4.0)
+            .collect();
+        let kv = pos0 * kv_cols..(pos0 + rows) * kv_cols;
+        let qt = gpu.upload(rows, n_head * head_dim, &q).unwrap();
+        let kt = gpu.upload(rows, kv_cols, &k_hist[kv.clone()]).unwrap();
+        let vt = gpu.upload(rows, kv_cols, &v_hist[kv.clone()]).unwrap();
+        let out = gpu
+            .attention(
+                &qt, &kt, &vt, &k_cache, &v_cache, pos0, n_head, n_kv_head, head_dim,
+            )
+            .unwrap();
+        let want = reference_attention(&q, &k_hist, &v_hist, pos0, shape);
+        assert_close(&format!("attention at {pos0}"), &read_all(gpu, &out), &want);
+    }
+    let cached = gpu.read_rows(&v_cache, 0, prefill + 1).unwrap();
+    assert_eq!(cached, v_hist);
+}
+
+#[test]
+fn conv1d_silu_carries_state() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(9);
+    let (channels, taps) = (70, 4);
+    let w = rng.vec(channels * taps);
+    let wt = gpu.upload(channels, taps, &w).unwrap();
+    let state = gpu.zeros(taps - 1, channels).unwrap();
+    let mut history = vec![0.0; (taps - 1) * channels];
+    for rows in [5, 1, 2] {
+        let x = rng.vec(rows * channels);
+        let xt = gpu.upload(rows, channels, &x).unwrap();
+        let got = gpu.conv1d_silu(&xt, &wt, &state).unwrap();
+        let start = history.len() / channels - (taps - 1);
+        history.extend(&x);
+        let want: Vec<f32> = (0..rows)
+            .flat_map(|t| {
+                let history = &history;
+                let w = &w;
+                (0..channels).map(move |c| {
+                    silu(
+                        (0..taps)
+                            .map(|k| w[c * taps + k] * history[(start + t + k) * channels + c])
+                            .sum(),
+                    )
+                })
+            })
+            .collect();
+        assert_close(
+            &format!("conv1d_silu {rows} rows"),
+            &read_all(gpu, &got),
+            &want,
+        );
+        let carried = &history[history.len() - (taps - 1) * channels..];
+        assert_close("conv state", &read_all(gpu, &state), carried);
+    }
+}
+
+#[test]
+fn delta_net_gates_against_reference() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(10);
+    let (rows, heads) = (3, 7);
+    let alpha: Vec<f32> = rng.vec(rows * heads).iter().map(|v| v * 30.0).collect();
+    let beta: Vec<f32> = rng.vec(rows * heads).iter().map(|v| v * 5.0).collect();
+    let ssm_a: Vec<f32> = rng.vec(heads).iter().map(|v| -v.abs() - 0.1).collect();
+    let dt_bias = rng.vec(heads);
+    let up = |v: &[f32], r| gpu.upload(r, v.len() / r, v).unwrap();
+    let (g, b) = gpu
+        .delta_net_gates(
+            &up(&alpha, rows),
+            &up(&beta, rows),
+            &up(&ssm_a, 1),
+            &up(&dt_bias, 1),
+        )
+        .unwrap();
+    let softplus = |x: f32| if x > 20.0 { x } else { x.exp().ln_1p() };
+    let want_g: Vec<f32> = (0..rows * heads)
+        .map(|i| ssm_a[i % heads] * softplus(alpha[i] + dt_bias[i % heads]))
+        .collect();
+    let want_b: Vec<f32> = beta.iter().map(|&v| sigmoid(v)).collect();
+    assert_close("g", &read_all(gpu, &g), &want_g);
+    assert_close("beta", &read_all(gpu, &b), &want_b);
+}
+
+#[test]
+fn delta_rule_against_reference() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(11);
+    let (n_k_head, n_v_head, k_dim, v_dim) = (2, 4, 24, 70);
+    let state = gpu.zeros(n_v_head, k_dim * v_dim).unwrap();
+    let mut s_ref = vec![0f32; n_v_head * k_dim * v_dim];
+    for rows in [3, 1] {
+        let unit = |v: Vec<f32>| -> Vec<f32> {
+            v.chunks_exact(k_dim)
+                .flat_map(|c| {
+                    let n = dot(c, c).sqrt();
+                    c.iter().map(move |x| x / n).collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let q = unit(rng.vec(rows * n_k_head * k_dim));
+        let k = unit(rng.vec(rows * n_k_head * k_dim));
+        let v = rng.vec(rows * n_v_head * v_dim);
+        let g: Vec<f32> = rng.vec(rows * n_v_head).iter().map(|x| -x.abs()).collect();
+        let beta: Vec<f32> = rng.vec(rows * n_v_head).iter().map(|x| x.abs()).collect();
+        let mut want = vec![0f32; rows * n_v_head * v_dim];
+        for t in 0..rows {
+            for h in 0..n_v_head {
+                let kh = (t * n_k_head + h % n_k_head) * k_dim;
+                let s = &mut s_ref[h * k_dim * v_dim..(h + 1) * k_dim * v_dim];
+                let decay = g[t * n_v_head + h].exp();
+                s.iter_mut().for_each(|x| *x *= decay);
+                for j in 0..v_dim {
+                    let recalled: f32 = (0..k_dim).map(|i| s[i * v_dim + j] * k[kh + i]).sum();
+                    let delta =
+                        beta[t * n_v_head + h] * (v[(t * n_v_head + h) * v_dim + j] - recalled);
+                    for i in 0..k_dim {
+                        s[i * v_dim + j] += k[kh + i] * delta;
+                    }
+                    want[(t * n_v_head + h) * v_dim + j] =
+                        (0..k_dim).map(|i| s[i * v_dim + j] * q[kh + i]).sum();
+                }
+            }
+        }
+        let up = |x: &[f32], cols| gpu.upload(rows, cols, x).unwrap();
+        let out = gpu
+            .delta_rule(
+                &up(&q, n_k_head * k_dim),
+                &up(&k, n_k_head * k_dim),
+                &up(&v, n_v_head * v_dim),
+                &up(&g, n_v_head),
+                &up(&beta, n_v_head),
+                &state,
+                n_k_head,
+                n_v_head,
+                k_dim,
+                v_dim,
+            )
+            .unwrap();
+        assert_close(
+            &format!("delta_rule {rows} rows"),
+            &read_all(gpu, &out),
+            &want,
+        );
+        assert_close("delta state", &read_all(gpu, &state), &s_ref);
+    }
+}
+
+#[test]
+fn host_writes_land_after_recorded_work() {
+    let Some(gpu) = gpu() else { return };
+    let x = gpu.upload(2, 3, &[1.0; 6]).unwrap();
+    let y = gpu.upload(2, 3, &[2.0; 6]).unwrap();
+    gpu.add(&x, &y).unwrap();
+    gpu.write_rows(&x, 1, &[7.0, 8.0, 9.0]).unwrap();
+    gpu.add(&x, &y).unwrap();
+    assert_eq!(read_all(gpu, &x), [5.0, 5.0, 5.0, 9.0, 10.0, 11.0]);
+    assert!(gpu.write_rows(&x, 1, &[1.0; 6]).is_err());
+}
+
+/// Random blocks of a quantized type whose f16 scale fields are set to small finite values
+/// (random bits there would make Inf and NaN); every other byte is random.
+fn random_blocks(rng: &mut Rng, ty: GgmlType, n_elems: usize) -> Vec<u8> {
+    let scale_offsets: &[usize] = match ty {
+        GgmlType::Q8_0 | GgmlType::Q4_0 | GgmlType::Q5_0 => &[0],
+        GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
+        GgmlType::Q6_K => &[208],
+        other => panic!("{other:?} is not a block format"),
+    };
+    let blocks = n_elems / ty.block_elems();
+    let mut bytes: Vec<u8> = (0..blocks * ty.block_bytes())
+        .map(|_| (rng.next().to_bits() >> 7) as u8)
+        .collect();
+    for block in bytes.chunks_exact_mut(ty.block_bytes()) {
+        for &at in scale_offsets {
+            let scale = f16::from_f32(0.002 + 0.01 * rng.next().abs());
+            block[at..at + 2].copy_from_slice(&scale.to_le_bytes());
+        }
+    }
+    bytes
+}
+
+#[test]
+fn quantized_matmul_and_embed_against_quant_module() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(12);
+    let (rows, cols, tokens) = (13, 512, 2);
+    for ty in [
+        GgmlType::Q8_0,
+        GgmlType::Q4_0,
+        GgmlType::Q5_0,
+        GgmlType::Q4_K,
+        GgmlType::Q5_K,
+        GgmlType::Q6_K,
+    ] {
+        let bytes = random_blocks(&mut rng, ty, rows * cols);
+        let row_bytes = bytes.len() / rows;
+        let x = rng.vec(tokens * cols);
+        let want: Vec<f32> = x
+            .chunks_exact(cols)
+            .flat_map(|xr| {
+                bytes
+                    .chunks_exact(row_bytes)
+                    .map(|row| qwen35::quant::dot_row(ty, row, xr).unwrap())
+            })
+            .collect();
+        let weight = gpu
+            .upload_weight_in_parts("q", ty, rows, cols, &bytes, 5)
+            .unwrap();
+        let xt = gpu.upload(tokens, cols, &x).unwrap();
+        let got = gpu.matmul(&xt, &weight).unwrap();
+        assert_close(&format!("matmul {ty:?}"), &read_all(gpu, &got), &want);
+
+        let ids = [12u32, 0, 6];
+        let mut want = vec![0f32; ids.len() * cols];
+        for (&id, out) in ids.iter().zip(want.chunks_exact_mut(cols)) {
+            let row = &bytes[id as usize * row_bytes..(id as usize + 1) * row_bytes];
+            qwen35::quant::dequantize_row(ty, row, out).unwrap();
+        }
+        let got = gpu.embed(&weight, &ids).unwrap();
+        assert_close(&format!("embed {ty:?}"), &read_all(gpu, &got), &want);
+    }
+}
