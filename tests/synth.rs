@@ -2,6 +2,7 @@
 //! back through the GGUF reader.
 
 use qwen35::gguf::{GgufFile, MetaValue};
+use qwen35::model::{load_engine, BackendKind};
 use qwen35::quant::{dequantize, GgmlType};
 use qwen35::synth::{
     plan, use_more_bits, write_synthetic, Init, PlannedTensor, Preset, Quant, SynthOptions,
@@ -320,5 +321,51 @@ fn vocab_from_copies_the_tokenizer_and_its_size() {
     assert_eq!(
         file.tensor("output.weight").unwrap().dims,
         vec![256, n_vocab]
+    );
+}
+
+/// Loads `file` on the CPU engine and checks the logits of two tokens: finite, spread out, and
+/// no single token taking all the probability.
+fn check_logits(file: GgufFile, what: &str) {
+    let n_vocab = file.get_str_array("tokenizer.ggml.tokens").unwrap().len();
+    let mut engine = load_engine(Arc::new(file), BackendKind::Cpu, 0, 64)
+        .unwrap_or_else(|e| panic!("{what} loads: {e}"));
+    let logits = engine.eval(&[1, 104], true).expect("eval");
+    assert_eq!(logits.len(), 2 * n_vocab, "{what}");
+    assert!(
+        logits.iter().all(|x| x.is_finite()),
+        "{what}: non-finite logits"
+    );
+    for position in logits.chunks(n_vocab) {
+        let (_, std) = mean_and_std(position);
+        assert!((0.3..100.0).contains(&std), "{what}: logit std {std}");
+        let max = position.iter().copied().fold(f32::MIN, f32::max);
+        let partition: f64 = position.iter().map(|&x| ((x - max) as f64).exp()).sum();
+        let top_probability = 1.0 / partition;
+        assert!(
+            top_probability < 0.99,
+            "{what}: top-1 probability {top_probability}"
+        );
+        eprintln!("{what}: logit std {std:.2}, top-1 probability {top_probability:.3}");
+    }
+}
+
+#[test]
+fn tiny_files_run_on_the_engine() {
+    for quant in Quant::ALL {
+        let (_path, file) = write(Preset::Tiny, quant, 11, None);
+        check_logits(file, &format!("tiny {}", quant.name()));
+    }
+}
+
+#[test]
+fn qwen35_0_8b_q4_k_m_runs_on_the_engine() {
+    let started = std::time::Instant::now();
+    let (_path, file) = write(Preset::Qwen35_0_8B, Quant::Q4KM, 0, None);
+    let written = started.elapsed();
+    check_logits(file, "qwen3.5-0.8b q4_k_m");
+    eprintln!(
+        "0.8b: written in {written:?}, total {:?}",
+        started.elapsed()
     );
 }
