@@ -6,6 +6,7 @@ mod eval;
 mod generate;
 mod info;
 mod run;
+mod synth;
 mod tokenize;
 
 use anyhow::Context;
@@ -42,6 +43,8 @@ enum Command {
     Eval(eval::EvalArgs),
     /// Every backend on this machine against the reference, on the bundled fixture or a model.
     Check(check::CheckArgs),
+    /// Write a random-weight GGUF with the real shapes and tensor types of a Qwen3.5/3.6 size.
+    Synth(synth::SynthArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -52,6 +55,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Chat(args) => chat::run(args),
         Command::Eval(args) => eval::run(args),
         Command::Check(args) => check::run(args),
+        Command::Synth(args) => synth::run(args),
     }
 }
 
