@@ -46,6 +46,27 @@ pub struct DeltaNetShape {
     pub v_dim: usize,
 }
 
+/// Work counters and, when profiling is on, time per op class (for `qwen35 bench`).
+#[derive(Clone, Debug, Default)]
+pub struct BackendStats {
+    /// Kernel dispatches recorded (GPU) or ops run (CPU).
+    pub dispatches: u64,
+    /// Command-buffer submissions (GPU); 0 on the CPU.
+    pub submits: u64,
+    /// Per op class, in first-seen order; empty unless profiling was on.
+    pub ops: Vec<OpTiming>,
+}
+
+/// Time spent in one class of op (e.g. "matmul q4_K", "delta_rule", "attention").
+#[derive(Clone, Debug, Default)]
+pub struct OpTiming {
+    pub class: String,
+    pub calls: u64,
+    pub seconds: f64,
+    /// Bytes of weights and activations the calls read, as the backend counts them.
+    pub bytes_read: u64,
+}
+
 pub trait Backend: Send + Sync {
     /// An f32 activation matrix on the backend.
     type Tensor: Send + Sync;
@@ -177,4 +198,11 @@ pub trait Backend: Send + Sync {
         w: &Self::Tensor,
         eps: f32,
     ) -> Result<Self::Tensor, BackendError>;
+
+    /// Turns per-op-class timing on or off (off costs nothing).
+    fn set_profiling(&self, _on: bool) {}
+    /// The counters since the last call, which resets them.
+    fn take_stats(&self) -> BackendStats {
+        BackendStats::default()
+    }
 }

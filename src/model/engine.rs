@@ -10,7 +10,7 @@ use super::weights::Weights;
 use super::ModelError;
 use crate::backend::cpu::CpuBackend;
 use crate::backend::gpu::Wgpu;
-use crate::backend::Backend;
+use crate::backend::{Backend, BackendStats};
 use crate::gguf::GgufFile;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +62,10 @@ pub trait Engine: Send {
     fn reset(&mut self);
     fn snapshot(&self) -> Snapshot;
     fn restore(&mut self, snapshot: &Snapshot) -> Result<(), ModelError>;
+    /// Turns the backend's per-op-class timing on or off.
+    fn set_profiling(&mut self, on: bool);
+    /// The backend's counters since the last call, which resets them.
+    fn take_stats(&mut self) -> BackendStats;
 }
 
 /// Loads the model in `file` onto `backend` with a context of `ctx` tokens (0: the trained
@@ -132,6 +136,14 @@ impl<B: Backend> Session<B> {
 }
 
 impl<B: Backend> Engine for Session<B> {
+    fn set_profiling(&mut self, on: bool) {
+        self.backend.set_profiling(on);
+    }
+
+    fn take_stats(&mut self) -> BackendStats {
+        self.backend.take_stats()
+    }
+
     fn config(&self) -> &Config {
         &self.config
     }
