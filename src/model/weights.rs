@@ -61,6 +61,44 @@ pub struct DeltaNet<B: Backend> {
 struct Loader<'a, B: Backend> {
     file: &'a Arc<GgufFile>,
     backend: &'a B,
+    progress: LoadProgress,
+}
+
+/// A progress bar on stderr while a large model (1 GiB or more) loads, when stderr is a terminal.
+/// GPU backends copy every weight, which takes seconds; the CPU maps the file and fills it at once.
+struct LoadProgress {
+    total: u64,
+    done: std::cell::Cell<u64>,
+    shown_percent: std::cell::Cell<u64>,
+    enabled: bool,
+}
+
+impl LoadProgress {
+    const MIN_BYTES: u64 = 1 << 30;
+
+    fn new(file: &GgufFile) -> LoadProgress {
+        use std::io::IsTerminal;
+        let total = file.tensors().iter().map(|t| t.n_bytes).sum();
+        LoadProgress {
+            total,
+            done: 0.into(),
+            shown_percent: 0.into(),
+            enabled: total >= Self::MIN_BYTES && std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn advance(&self, bytes: u64) {
+        self.done.set(self.done.get() + bytes);
+        let percent = self.done.get() * 100 / self.total.max(1);
+        if self.enabled && percent > self.shown_percent.get() {
+            self.shown_percent.set(percent);
+            let bar = "#".repeat(percent as usize / 4);
+            eprint!("\rloading [{bar:<25}] {percent:>3}%");
+            if percent >= 100 {
+                eprintln!();
+            }
+        }
+    }
 }
 
 impl<B: Backend> Loader<'_, B> {
@@ -90,18 +128,22 @@ impl<B: Backend> Loader<'_, B> {
     /// A matrix of `rows` rows of `cols` elements (ne = {cols, rows}).
     fn matrix(&self, name: &str, cols: usize, rows: usize) -> Result<B::Weight, ModelError> {
         let info = self.info(name, &[cols, rows])?;
-        self.backend
+        let weight = self
+            .backend
             .upload_weight(self.file, info)
             .map_err(|source| ModelError::Upload {
                 name: name.into(),
                 source,
-            })
+            })?;
+        self.progress.advance(info.n_bytes);
+        Ok(weight)
     }
 
     /// A tensor of `rows × cols` (ne = {cols, rows}) dequantized to f32.
     fn dense(&self, name: &str, cols: usize, rows: usize) -> Result<B::Tensor, ModelError> {
         let dims: &[usize] = if rows == 1 { &[cols] } else { &[cols, rows] };
         let info = self.info(name, dims)?;
+        self.progress.advance(info.n_bytes);
         let values = quant::dequantize(info.ggml_type, self.file.tensor_data(info), rows * cols)
             .map_err(|source| ModelError::Dequantize {
                 name: name.into(),
@@ -128,7 +170,11 @@ fn trim_ones(dims: &[u64]) -> &[u64] {
 
 impl<B: Backend> Weights<B> {
     pub fn load(file: &Arc<GgufFile>, cfg: &Config, backend: &B) -> Result<Weights<B>, ModelError> {
-        let l = Loader { file, backend };
+        let l = Loader {
+            file,
+            backend,
+            progress: LoadProgress::new(file),
+        };
         let d = cfg.n_embd;
         let output = if file.tensor("output.weight").is_some() {
             l.matrix("output.weight", d, cfg.vocab)?
