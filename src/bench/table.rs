@@ -23,18 +23,15 @@ pub fn render_table(report: &Report) -> String {
 
     let mut header: Vec<String> = vec!["backend".into(), "load s".into()];
     header.extend(report.prompt_sizes.iter().map(|p| format!("pp{p} tok/s")));
-    header.extend(
-        [
-            format!("tg{} tok/s", report.decode_tokens),
-            "ms/tok".into(),
-            "eff. GB/s".into(),
-            "of peak".into(),
-            "disp/tok".into(),
-            "submits/tok".into(),
-            "peak RSS (process)".into(),
-        ]
-        .into_iter(),
-    );
+    header.extend([
+        format!("tg{} tok/s", report.decode_tokens),
+        "ms/tok".into(),
+        "eff. GB/s".into(),
+        "of peak".into(),
+        "disp/tok".into(),
+        "submits/tok".into(),
+        "peak RSS (process)".into(),
+    ]);
     let mut rows = vec![header];
     let mut notes = Vec::new();
     for backend in &report.backends {
