@@ -4,6 +4,7 @@
 //! [`backend::Backend`]; backends implement ops and own no model logic.
 
 pub mod backend;
+pub mod bench;
 pub mod chat;
 pub mod compare;
 pub mod gguf;

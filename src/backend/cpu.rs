@@ -1,16 +1,53 @@
 //! The reference backend: f32 activations in host memory, ops computed at once, matmul and the
 //! per-head ops spread over a dedicated rayon pool. Weights stay in the memory-mapped file.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{AttentionShape, Backend, BackendError, DeltaNetShape};
+use super::{AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape, OpTiming};
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::quant::{self, GgmlType};
 
 pub struct CpuBackend {
     pool: rayon::ThreadPool,
+    profiler: Profiler,
+}
+
+/// Wall-clock time per op class for `qwen35 bench --profile`. Off, an op pays one relaxed load.
+#[derive(Default)]
+struct Profiler {
+    on: AtomicBool,
+    stats: Mutex<BackendStats>,
+}
+
+impl Profiler {
+    /// The counters; a lock poisoned by a panicking op still holds usable sums.
+    fn stats(&self) -> std::sync::MutexGuard<'_, BackendStats> {
+        self.stats
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn record(&self, class: String, bytes_read: u64, seconds: f64) {
+        let mut stats = self.stats();
+        stats.dispatches += 1;
+        match stats.ops.iter_mut().find(|op| op.class == class) {
+            Some(op) => {
+                op.calls += 1;
+                op.seconds += seconds;
+                op.bytes_read += bytes_read;
+            }
+            None => stats.ops.push(OpTiming {
+                class,
+                calls: 1,
+                seconds,
+                bytes_read,
+            }),
+        }
+    }
 }
 
 impl CpuBackend {
@@ -20,8 +57,36 @@ impl CpuBackend {
             .num_threads(threads)
             .thread_name(|i| format!("qwen35-cpu-{i}"))
             .build()?;
-        Ok(CpuBackend { pool })
+        Ok(CpuBackend {
+            pool,
+            profiler: Profiler::default(),
+        })
     }
+
+    /// Runs one op; with profiling on, its time and `bytes_read` are added to `class()`.
+    fn op<T>(&self, class: impl FnOnce() -> String, bytes_read: u64, run: impl FnOnce() -> T) -> T {
+        if !self.profiler.on.load(Ordering::Relaxed) {
+            return run();
+        }
+        let started = Instant::now();
+        let out = run();
+        let seconds = started.elapsed().as_secs_f64();
+        self.profiler.record(class(), bytes_read, seconds);
+        out
+    }
+}
+
+/// Bytes an attention call reads from one cache: its first `seen` rows.
+fn cache_bytes_read(cache: &CpuTensor, seen: usize) -> u64 {
+    (seen.min(cache.rows) * cache.cols * std::mem::size_of::<f32>()) as u64
+}
+
+/// Bytes of f32 data in `tensors`.
+fn f32_bytes(tensors: &[&CpuTensor]) -> u64 {
+    tensors
+        .iter()
+        .map(|t| (t.data.len() * std::mem::size_of::<f32>()) as u64)
+        .sum()
 }
 
 /// A row-major f32 matrix.
@@ -275,102 +340,125 @@ impl Backend for CpuBackend {
     }
 
     fn embed(&self, table: &CpuWeight, tokens: &[u32]) -> Result<CpuTensor, BackendError> {
-        let mut data = vec![0f32; tokens.len() * table.cols];
-        for (&token, out) in tokens.iter().zip(data.chunks_exact_mut(table.cols)) {
-            if token as usize >= table.rows {
-                return Err(BackendError::TokenOutOfRange {
-                    token,
-                    vocab: table.rows,
-                });
-            }
-            let row = table.row("embed", token as usize)?;
-            quant::dequantize_row(table.ty, row, out).map_err(table.quant_error("embed"))?;
-        }
-        Ok(CpuTensor {
-            rows: tokens.len(),
-            cols: table.cols,
-            data,
-        })
+        self.op(
+            || "embed".into(),
+            tokens.len() as u64 * table.row_bytes as u64,
+            || {
+                let mut data = vec![0f32; tokens.len() * table.cols];
+                for (&token, out) in tokens.iter().zip(data.chunks_exact_mut(table.cols)) {
+                    if token as usize >= table.rows {
+                        return Err(BackendError::TokenOutOfRange {
+                            token,
+                            vocab: table.rows,
+                        });
+                    }
+                    let row = table.row("embed", token as usize)?;
+                    quant::dequantize_row(table.ty, row, out)
+                        .map_err(table.quant_error("embed"))?;
+                }
+                Ok(CpuTensor {
+                    rows: tokens.len(),
+                    cols: table.cols,
+                    data,
+                })
+            },
+        )
     }
 
     fn matmul(&self, x: &CpuTensor, w: &CpuWeight) -> Result<CpuTensor, BackendError> {
-        let op = "matmul";
-        if x.cols != w.cols {
-            return Err(shape_error(
-                op,
-                format!("{} columns against {} of {}", x.cols, w.cols, w.info.name),
-            ));
-        }
-        let n = x.rows;
-        // One row of results per weight row ([out, n]); transposed to [n, out] at the end.
-        let mut by_row = vec![0f32; w.rows * n];
-        self.pool.install(|| {
-            if n == 1 {
-                // Decode: the fused dot never materializes the weight row.
-                by_row
-                    .par_iter_mut()
-                    .enumerate()
-                    .with_min_len(16)
-                    .try_for_each(|(r, y)| {
-                        *y = quant::dot_row(w.ty, w.row(op, r)?, &x.data)
-                            .map_err(w.quant_error(op))?;
-                        Ok(())
-                    })
-            } else {
-                // Prefill: dequantize a tile of weight rows once, then dot it with every token
-                // (each token row is read once per tile, not once per weight row).
-                by_row
-                    .par_chunks_mut(n * ROW_TILE)
-                    .enumerate()
-                    .try_for_each_init(
-                        || vec![0f32; ROW_TILE * w.cols],
-                        |tile, (i, ys)| {
-                            let tile = &mut tile[..ys.len() / n * w.cols];
-                            for (k, row) in tile.chunks_exact_mut(w.cols).enumerate() {
-                                quant::dequantize_row(w.ty, w.row(op, i * ROW_TILE + k)?, row)
-                                    .map_err(w.quant_error(op))?;
-                            }
-                            for t in 0..n {
-                                let xt = x.row(t);
-                                for (k, row) in tile.chunks_exact(w.cols).enumerate() {
-                                    ys[k * n + t] = dot(row, xt);
-                                }
-                            }
-                            Ok(())
-                        },
-                    )
-            }
-        })?;
-        let data = if n == 1 {
-            by_row
-        } else {
-            let mut data = vec![0f32; n * w.rows];
-            for (r, ys) in by_row.chunks_exact(n).enumerate() {
-                for (t, &y) in ys.iter().enumerate() {
-                    data[t * w.rows + r] = y;
+        self.op(
+            || format!("matmul {}", w.ty.name()),
+            (w.rows * w.row_bytes) as u64 + f32_bytes(&[x]),
+            || {
+                let op = "matmul";
+                if x.cols != w.cols {
+                    return Err(shape_error(
+                        op,
+                        format!("{} columns against {} of {}", x.cols, w.cols, w.info.name),
+                    ));
                 }
-            }
-            data
-        };
-        Ok(CpuTensor {
-            rows: n,
-            cols: w.rows,
-            data,
-        })
+                let n = x.rows;
+                // One row of results per weight row ([out, n]); transposed to [n, out] at the end.
+                let mut by_row = vec![0f32; w.rows * n];
+                self.pool.install(|| {
+                    if n == 1 {
+                        // Decode: the fused dot never materializes the weight row.
+                        by_row
+                            .par_iter_mut()
+                            .enumerate()
+                            .with_min_len(16)
+                            .try_for_each(|(r, y)| {
+                                *y = quant::dot_row(w.ty, w.row(op, r)?, &x.data)
+                                    .map_err(w.quant_error(op))?;
+                                Ok(())
+                            })
+                    } else {
+                        // Prefill: dequantize a tile of weight rows once, then dot it with every token
+                        // (each token row is read once per tile, not once per weight row).
+                        by_row
+                            .par_chunks_mut(n * ROW_TILE)
+                            .enumerate()
+                            .try_for_each_init(
+                                || vec![0f32; ROW_TILE * w.cols],
+                                |tile, (i, ys)| {
+                                    let tile = &mut tile[..ys.len() / n * w.cols];
+                                    for (k, row) in tile.chunks_exact_mut(w.cols).enumerate() {
+                                        quant::dequantize_row(
+                                            w.ty,
+                                            w.row(op, i * ROW_TILE + k)?,
+                                            row,
+                                        )
+                                        .map_err(w.quant_error(op))?;
+                                    }
+                                    for t in 0..n {
+                                        let xt = x.row(t);
+                                        for (k, row) in tile.chunks_exact(w.cols).enumerate() {
+                                            ys[k * n + t] = dot(row, xt);
+                                        }
+                                    }
+                                    Ok(())
+                                },
+                            )
+                    }
+                })?;
+                let data = if n == 1 {
+                    by_row
+                } else {
+                    let mut data = vec![0f32; n * w.rows];
+                    for (r, ys) in by_row.chunks_exact(n).enumerate() {
+                        for (t, &y) in ys.iter().enumerate() {
+                            data[t * w.rows + r] = y;
+                        }
+                    }
+                    data
+                };
+                Ok(CpuTensor {
+                    rows: n,
+                    cols: w.rows,
+                    data,
+                })
+            },
+        )
     }
 
     fn rows(&self, x: &CpuTensor, start: usize, count: usize) -> Result<CpuTensor, BackendError> {
-        if start.checked_add(count).is_none_or(|end| end > x.rows) {
-            return Err(shape_error(
-                "rows",
-                format!("rows {start}..+{count} of {}", x.rows),
-            ));
-        }
-        Ok(CpuTensor {
-            rows: count,
-            cols: x.cols,
-            data: self.read_rows(x, start, count),
-        })
+        self.op(
+            || "rows".into(),
+            (count.min(x.rows) * x.cols * std::mem::size_of::<f32>()) as u64,
+            || {
+                if start.checked_add(count).is_none_or(|end| end > x.rows) {
+                    return Err(shape_error(
+                        "rows",
+                        format!("rows {start}..+{count} of {}", x.rows),
+                    ));
+                }
+                Ok(CpuTensor {
+                    rows: count,
+                    cols: x.cols,
+                    data: self.read_rows(x, start, count),
+                })
+            },
+        )
     }
 
     fn slice_cols(
@@ -380,34 +468,46 @@ impl Backend for CpuBackend {
         offset: usize,
         width: usize,
     ) -> Result<CpuTensor, BackendError> {
-        let op = "slice_cols";
-        whole_groups(op, x, group)?;
-        if offset.checked_add(width).is_none_or(|end| end > group) {
-            return Err(shape_error(
-                op,
-                format!("columns {offset}..+{width} of groups of {group}"),
-            ));
-        }
-        let data: Vec<f32> = x
-            .data
-            .chunks_exact(group)
-            .flat_map(|g| &g[offset..offset + width])
-            .copied()
-            .collect();
-        Ok(CpuTensor {
-            rows: x.rows,
-            cols: x.cols / group * width,
-            data,
-        })
+        self.op(
+            || "slice_cols".into(),
+            f32_bytes(&[x]),
+            || {
+                let op = "slice_cols";
+                whole_groups(op, x, group)?;
+                if offset.checked_add(width).is_none_or(|end| end > group) {
+                    return Err(shape_error(
+                        op,
+                        format!("columns {offset}..+{width} of groups of {group}"),
+                    ));
+                }
+                let data: Vec<f32> = x
+                    .data
+                    .chunks_exact(group)
+                    .flat_map(|g| &g[offset..offset + width])
+                    .copied()
+                    .collect();
+                Ok(CpuTensor {
+                    rows: x.rows,
+                    cols: x.cols / group * width,
+                    data,
+                })
+            },
+        )
     }
 
     fn rms_norm(&self, x: &CpuTensor, w: &CpuTensor, eps: f32) -> Result<CpuTensor, BackendError> {
-        self.grouped("rms_norm", x, w, |xg, _, out| {
-            let s = inv_rms(xg, eps);
-            for ((o, &v), &wv) in out.iter_mut().zip(xg).zip(&w.data) {
-                *o = v * s * wv;
-            }
-        })
+        self.op(
+            || "rms_norm".into(),
+            f32_bytes(&[x, w]),
+            || {
+                self.grouped("rms_norm", x, w, |xg, _, out| {
+                    let s = inv_rms(xg, eps);
+                    for ((o, &v), &wv) in out.iter_mut().zip(xg).zip(&w.data) {
+                        *o = v * s * wv;
+                    }
+                })
+            },
+        )
     }
 
     fn l2_norm(
@@ -417,28 +517,48 @@ impl Backend for CpuBackend {
         scale: f32,
         eps: f32,
     ) -> Result<CpuTensor, BackendError> {
-        whole_groups("l2_norm", x, group)?;
-        let mut data = x.data.clone();
-        for g in data.chunks_exact_mut(group) {
-            let sum: f64 = g.iter().map(|&v| v as f64 * v as f64).sum();
-            let s = scale / (sum as f32 + eps).sqrt();
-            g.iter_mut().for_each(|v| *v *= s);
-        }
-        Ok(CpuTensor { data, ..*x })
+        self.op(
+            || "l2_norm".into(),
+            f32_bytes(&[x]),
+            || {
+                whole_groups("l2_norm", x, group)?;
+                let mut data = x.data.clone();
+                for g in data.chunks_exact_mut(group) {
+                    let sum: f64 = g.iter().map(|&v| v as f64 * v as f64).sum();
+                    let s = scale / (sum as f32 + eps).sqrt();
+                    g.iter_mut().for_each(|v| *v *= s);
+                }
+                Ok(CpuTensor { data, ..*x })
+            },
+        )
     }
 
     fn add(&self, x: &mut CpuTensor, y: &CpuTensor) -> Result<(), BackendError> {
-        same_dims("add", x, y)?;
-        x.data.iter_mut().zip(&y.data).for_each(|(a, b)| *a += b);
-        Ok(())
+        self.op(
+            || "add".into(),
+            f32_bytes(&[&*x, y]),
+            || {
+                same_dims("add", x, y)?;
+                x.data.iter_mut().zip(&y.data).for_each(|(a, b)| *a += b);
+                Ok(())
+            },
+        )
     }
 
     fn swiglu(&self, gate: &CpuTensor, up: &CpuTensor) -> Result<CpuTensor, BackendError> {
-        self.zip_map("swiglu", gate, up, |g, u| silu(g) * u)
+        self.op(
+            || "swiglu".into(),
+            f32_bytes(&[gate, up]),
+            || self.zip_map("swiglu", gate, up, |g, u| silu(g) * u),
+        )
     }
 
     fn sigmoid_mul(&self, x: &CpuTensor, gate: &CpuTensor) -> Result<CpuTensor, BackendError> {
-        self.zip_map("sigmoid_mul", x, gate, |v, g| v * sigmoid(g))
+        self.op(
+            || "sigmoid_mul".into(),
+            f32_bytes(&[x, gate]),
+            || self.zip_map("sigmoid_mul", x, gate, |v, g| v * sigmoid(g)),
+        )
     }
 
     fn rope(
@@ -449,32 +569,39 @@ impl Backend for CpuBackend {
         freq_base: f32,
         pos0: usize,
     ) -> Result<CpuTensor, BackendError> {
-        whole_groups("rope", x, head_dim)?;
-        if rot_dims > head_dim || !rot_dims.is_multiple_of(2) {
-            return Err(shape_error(
-                "rope",
-                format!("{rot_dims} rotary dims in heads of {head_dim}"),
-            ));
-        }
-        let half = rot_dims / 2;
-        // Inverse frequencies as HF computes them: base^(−2i/rot) in f32.
-        let inv_freq: Vec<f32> = (0..half)
-            .map(|i| 1.0 / freq_base.powf((2 * i) as f32 / rot_dims as f32))
-            .collect();
-        let mut data = x.data.clone();
-        for (t, row) in data.chunks_exact_mut(x.cols).enumerate() {
-            let pos = (pos0 + t) as f32;
-            let angles: Vec<(f32, f32)> = inv_freq.iter().map(|f| (pos * f).sin_cos()).collect();
-            for head in row.chunks_exact_mut(head_dim) {
-                let (lo, hi) = head[..rot_dims].split_at_mut(half);
-                for ((a, b), &(sin, cos)) in lo.iter_mut().zip(hi.iter_mut()).zip(&angles) {
-                    let (x0, x1) = (*a, *b);
-                    *a = x0 * cos - x1 * sin;
-                    *b = x1 * cos + x0 * sin;
+        self.op(
+            || "rope".into(),
+            f32_bytes(&[x]),
+            || {
+                whole_groups("rope", x, head_dim)?;
+                if rot_dims > head_dim || !rot_dims.is_multiple_of(2) {
+                    return Err(shape_error(
+                        "rope",
+                        format!("{rot_dims} rotary dims in heads of {head_dim}"),
+                    ));
                 }
-            }
-        }
-        Ok(CpuTensor { data, ..*x })
+                let half = rot_dims / 2;
+                // Inverse frequencies as HF computes them: base^(−2i/rot) in f32.
+                let inv_freq: Vec<f32> = (0..half)
+                    .map(|i| 1.0 / freq_base.powf((2 * i) as f32 / rot_dims as f32))
+                    .collect();
+                let mut data = x.data.clone();
+                for (t, row) in data.chunks_exact_mut(x.cols).enumerate() {
+                    let pos = (pos0 + t) as f32;
+                    let angles: Vec<(f32, f32)> =
+                        inv_freq.iter().map(|f| (pos * f).sin_cos()).collect();
+                    for head in row.chunks_exact_mut(head_dim) {
+                        let (lo, hi) = head[..rot_dims].split_at_mut(half);
+                        for ((a, b), &(sin, cos)) in lo.iter_mut().zip(hi.iter_mut()).zip(&angles) {
+                            let (x0, x1) = (*a, *b);
+                            *a = x0 * cos - x1 * sin;
+                            *b = x1 * cos + x0 * sin;
+                        }
+                    }
+                }
+                Ok(CpuTensor { data, ..*x })
+            },
+        )
     }
 
     fn attention(
@@ -487,64 +614,77 @@ impl Backend for CpuBackend {
         pos0: usize,
         shape: AttentionShape,
     ) -> Result<CpuTensor, BackendError> {
-        let op = "attention";
-        let AttentionShape {
-            n_head,
-            n_kv_head,
-            head_dim,
-        } = shape;
-        let kv_cols = n_kv_head * head_dim;
-        let fits = n_kv_head > 0
-            && n_head.is_multiple_of(n_kv_head)
-            && q.cols == n_head * head_dim
-            && (k.rows, k.cols) == (q.rows, kv_cols)
-            && (v.rows, v.cols) == (q.rows, kv_cols)
-            && k_cache.cols == kv_cols
-            && v_cache.cols == kv_cols
-            && pos0 + q.rows <= k_cache.rows.min(v_cache.rows);
-        if !fits {
-            return Err(shape_error(
-                op,
-                format!(
-                    "q {}×{}, k {}×{}, v {}×{}, caches {}×{} at {pos0} for {shape:?}",
-                    q.rows, q.cols, k.rows, k.cols, v.rows, v.cols, k_cache.rows, k_cache.cols
-                ),
-            ));
-        }
-        self.write_rows(k_cache, pos0, &k.data)?;
-        self.write_rows(v_cache, pos0, &v.data)?;
-        let group = n_head / n_kv_head;
-        let scale = 1.0 / (head_dim as f32).sqrt();
-        let (k_cache, v_cache) = (&*k_cache, &*v_cache);
-        let mut out = vec![0f32; q.data.len()];
-        self.pool.install(|| {
-            out.par_chunks_mut(head_dim).enumerate().for_each(|(i, o)| {
-                let (t, h) = (i / n_head, i % n_head);
-                let qh = &q.row(t)[h * head_dim..(h + 1) * head_dim];
-                let kv_at = (h / group) * head_dim..(h / group + 1) * head_dim;
-                let seen = pos0 + t + 1;
-                let mut weights: Vec<f32> = (0..seen)
-                    .map(|j| dot(qh, &k_cache.row(j)[kv_at.clone()]) * scale)
-                    .collect();
-                let max = weights.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let mut total = 0f32;
-                for w in &mut weights {
-                    *w = (*w - max).exp();
-                    total += *w;
+        self.op(
+            || "attention".into(),
+            f32_bytes(&[q, k, v]) + 2 * cache_bytes_read(k_cache, pos0 + q.rows),
+            || {
+                let op = "attention";
+                let AttentionShape {
+                    n_head,
+                    n_kv_head,
+                    head_dim,
+                } = shape;
+                let kv_cols = n_kv_head * head_dim;
+                let fits = n_kv_head > 0
+                    && n_head.is_multiple_of(n_kv_head)
+                    && q.cols == n_head * head_dim
+                    && (k.rows, k.cols) == (q.rows, kv_cols)
+                    && (v.rows, v.cols) == (q.rows, kv_cols)
+                    && k_cache.cols == kv_cols
+                    && v_cache.cols == kv_cols
+                    && pos0 + q.rows <= k_cache.rows.min(v_cache.rows);
+                if !fits {
+                    return Err(shape_error(
+                        op,
+                        format!(
+                            "q {}×{}, k {}×{}, v {}×{}, caches {}×{} at {pos0} for {shape:?}",
+                            q.rows,
+                            q.cols,
+                            k.rows,
+                            k.cols,
+                            v.rows,
+                            v.cols,
+                            k_cache.rows,
+                            k_cache.cols
+                        ),
+                    ));
                 }
-                for (j, w) in weights.iter().enumerate() {
-                    let vj = &v_cache.row(j)[kv_at.clone()];
-                    for (o, &vv) in o.iter_mut().zip(vj) {
-                        *o += w / total * vv;
-                    }
-                }
-            });
-        });
-        Ok(CpuTensor {
-            rows: q.rows,
-            cols: q.cols,
-            data: out,
-        })
+                self.write_rows(k_cache, pos0, &k.data)?;
+                self.write_rows(v_cache, pos0, &v.data)?;
+                let group = n_head / n_kv_head;
+                let scale = 1.0 / (head_dim as f32).sqrt();
+                let (k_cache, v_cache) = (&*k_cache, &*v_cache);
+                let mut out = vec![0f32; q.data.len()];
+                self.pool.install(|| {
+                    out.par_chunks_mut(head_dim).enumerate().for_each(|(i, o)| {
+                        let (t, h) = (i / n_head, i % n_head);
+                        let qh = &q.row(t)[h * head_dim..(h + 1) * head_dim];
+                        let kv_at = (h / group) * head_dim..(h / group + 1) * head_dim;
+                        let seen = pos0 + t + 1;
+                        let mut weights: Vec<f32> = (0..seen)
+                            .map(|j| dot(qh, &k_cache.row(j)[kv_at.clone()]) * scale)
+                            .collect();
+                        let max = weights.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                        let mut total = 0f32;
+                        for w in &mut weights {
+                            *w = (*w - max).exp();
+                            total += *w;
+                        }
+                        for (j, w) in weights.iter().enumerate() {
+                            let vj = &v_cache.row(j)[kv_at.clone()];
+                            for (o, &vv) in o.iter_mut().zip(vj) {
+                                *o += w / total * vv;
+                            }
+                        }
+                    });
+                });
+                Ok(CpuTensor {
+                    rows: q.rows,
+                    cols: q.cols,
+                    data: out,
+                })
+            },
+        )
     }
 
     fn conv1d_silu(
@@ -553,35 +693,44 @@ impl Backend for CpuBackend {
         w: &CpuTensor,
         state: &mut CpuTensor,
     ) -> Result<CpuTensor, BackendError> {
-        let taps = w.cols;
-        let channels = x.cols;
-        if taps == 0 || w.rows != channels || (state.rows, state.cols) != (taps - 1, channels) {
-            return Err(shape_error(
-                "conv1d_silu",
-                format!(
-                    "x {}×{channels}, w {}×{taps}, state {}×{}",
-                    x.rows, w.rows, state.rows, state.cols
-                ),
-            ));
-        }
-        // The raw inputs in time order: the carried rows, then this call's.
-        let history = [state.data.as_slice(), x.data.as_slice()].concat();
-        let mut out = vec![0f32; x.data.len()];
-        for (t, row) in out.chunks_exact_mut(channels).enumerate() {
-            for (c, y) in row.iter_mut().enumerate() {
-                let taps_c = w.row(c);
-                let sum: f32 = (0..taps)
-                    .map(|k| taps_c[k] * history[(t + k) * channels + c])
-                    .sum();
-                *y = silu(sum);
-            }
-        }
-        state.data.copy_from_slice(&history[x.rows * channels..]);
-        Ok(CpuTensor {
-            rows: x.rows,
-            cols: channels,
-            data: out,
-        })
+        self.op(
+            || "conv1d_silu".into(),
+            f32_bytes(&[x, w, &*state]),
+            || {
+                let taps = w.cols;
+                let channels = x.cols;
+                if taps == 0
+                    || w.rows != channels
+                    || (state.rows, state.cols) != (taps - 1, channels)
+                {
+                    return Err(shape_error(
+                        "conv1d_silu",
+                        format!(
+                            "x {}×{channels}, w {}×{taps}, state {}×{}",
+                            x.rows, w.rows, state.rows, state.cols
+                        ),
+                    ));
+                }
+                // The raw inputs in time order: the carried rows, then this call's.
+                let history = [state.data.as_slice(), x.data.as_slice()].concat();
+                let mut out = vec![0f32; x.data.len()];
+                for (t, row) in out.chunks_exact_mut(channels).enumerate() {
+                    for (c, y) in row.iter_mut().enumerate() {
+                        let taps_c = w.row(c);
+                        let sum: f32 = (0..taps)
+                            .map(|k| taps_c[k] * history[(t + k) * channels + c])
+                            .sum();
+                        *y = silu(sum);
+                    }
+                }
+                state.data.copy_from_slice(&history[x.rows * channels..]);
+                Ok(CpuTensor {
+                    rows: x.rows,
+                    cols: channels,
+                    data: out,
+                })
+            },
+        )
     }
 
     fn delta_net_gates(
@@ -591,21 +740,27 @@ impl Backend for CpuBackend {
         ssm_a: &CpuTensor,
         dt_bias: &CpuTensor,
     ) -> Result<(CpuTensor, CpuTensor), BackendError> {
-        let op = "delta_net_gates";
-        same_dims(op, alpha, beta)?;
-        let g = self.grouped(op, alpha, ssm_a, |a, _, out| {
-            for (((o, &a), &decay), &bias) in
-                out.iter_mut().zip(a).zip(&ssm_a.data).zip(&dt_bias.data)
-            {
-                *o = decay * softplus(a + bias);
-            }
-        })?;
-        same_dims(op, ssm_a, dt_bias)?;
-        let beta = CpuTensor {
-            data: beta.data.iter().map(|&b| sigmoid(b)).collect(),
-            ..*beta
-        };
-        Ok((g, beta))
+        self.op(
+            || "delta_net_gates".into(),
+            f32_bytes(&[alpha, beta, ssm_a, dt_bias]),
+            || {
+                let op = "delta_net_gates";
+                same_dims(op, alpha, beta)?;
+                let g = self.grouped(op, alpha, ssm_a, |a, _, out| {
+                    for (((o, &a), &decay), &bias) in
+                        out.iter_mut().zip(a).zip(&ssm_a.data).zip(&dt_bias.data)
+                    {
+                        *o = decay * softplus(a + bias);
+                    }
+                })?;
+                same_dims(op, ssm_a, dt_bias)?;
+                let beta = CpuTensor {
+                    data: beta.data.iter().map(|&b| sigmoid(b)).collect(),
+                    ..*beta
+                };
+                Ok((g, beta))
+            },
+        )
     }
 
     fn delta_rule(
@@ -618,78 +773,88 @@ impl Backend for CpuBackend {
         state: &mut CpuTensor,
         shape: DeltaNetShape,
     ) -> Result<CpuTensor, BackendError> {
-        let DeltaNetShape {
-            n_k_head,
-            n_v_head,
-            k_dim,
-            v_dim,
-        } = shape;
-        let n = q.rows;
-        let fits = n_k_head > 0
-            && (q.rows, q.cols) == (n, n_k_head * k_dim)
-            && (k.rows, k.cols) == (n, n_k_head * k_dim)
-            && (v.rows, v.cols) == (n, n_v_head * v_dim)
-            && (g.rows, g.cols) == (n, n_v_head)
-            && (beta.rows, beta.cols) == (n, n_v_head)
-            && (state.rows, state.cols) == (n_v_head, k_dim * v_dim);
-        if !fits || k_dim * v_dim == 0 {
-            return Err(shape_error(
-                "delta_rule",
-                format!(
-                    "q {}×{}, v {}×{}, state {}×{} for {shape:?}",
-                    q.rows, q.cols, v.rows, v.cols, state.rows, state.cols
-                ),
-            ));
-        }
-        let per_head: Vec<Vec<f32>> = self.pool.install(|| {
-            state
-                .data
-                .par_chunks_mut(k_dim * v_dim)
-                .enumerate()
-                .map(|(h, s)| {
-                    let kh = (h % n_k_head) * k_dim..(h % n_k_head + 1) * k_dim;
-                    let mut o = vec![0f32; n * v_dim];
-                    let mut delta = vec![0f32; v_dim];
-                    for (t, o_t) in o.chunks_exact_mut(v_dim).enumerate() {
-                        let (q_t, k_t) = (&q.row(t)[kh.clone()], &k.row(t)[kh.clone()]);
-                        let v_t = &v.row(t)[h * v_dim..(h + 1) * v_dim];
-                        let decay = g.row(t)[h].exp();
-                        let b = beta.row(t)[h];
-                        // Decay S, and read what it recalls for k: r = Sᵀk (kept in `delta`).
-                        delta.fill(0.0);
-                        for (s_i, &k_i) in s.chunks_exact_mut(v_dim).zip(k_t) {
-                            for (s, r) in s_i.iter_mut().zip(delta.iter_mut()) {
-                                *s *= decay;
-                                *r += *s * k_i;
+        self.op(
+            || "delta_rule".into(),
+            f32_bytes(&[q, k, v, g, beta, &*state]),
+            || {
+                let DeltaNetShape {
+                    n_k_head,
+                    n_v_head,
+                    k_dim,
+                    v_dim,
+                } = shape;
+                let n = q.rows;
+                let fits = n_k_head > 0
+                    && (q.rows, q.cols) == (n, n_k_head * k_dim)
+                    && (k.rows, k.cols) == (n, n_k_head * k_dim)
+                    && (v.rows, v.cols) == (n, n_v_head * v_dim)
+                    && (g.rows, g.cols) == (n, n_v_head)
+                    && (beta.rows, beta.cols) == (n, n_v_head)
+                    && (state.rows, state.cols) == (n_v_head, k_dim * v_dim);
+                if !fits || k_dim * v_dim == 0 {
+                    return Err(shape_error(
+                        "delta_rule",
+                        format!(
+                            "q {}×{}, v {}×{}, state {}×{} for {shape:?}",
+                            q.rows, q.cols, v.rows, v.cols, state.rows, state.cols
+                        ),
+                    ));
+                }
+                let per_head: Vec<Vec<f32>> = self.pool.install(|| {
+                    state
+                        .data
+                        .par_chunks_mut(k_dim * v_dim)
+                        .enumerate()
+                        .map(|(h, s)| {
+                            let kh = (h % n_k_head) * k_dim..(h % n_k_head + 1) * k_dim;
+                            let mut o = vec![0f32; n * v_dim];
+                            let mut delta = vec![0f32; v_dim];
+                            for (t, o_t) in o.chunks_exact_mut(v_dim).enumerate() {
+                                let (q_t, k_t) = (&q.row(t)[kh.clone()], &k.row(t)[kh.clone()]);
+                                let v_t = &v.row(t)[h * v_dim..(h + 1) * v_dim];
+                                let decay = g.row(t)[h].exp();
+                                let b = beta.row(t)[h];
+                                // Decay S, and read what it recalls for k: r = Sᵀk (kept in `delta`).
+                                delta.fill(0.0);
+                                for (s_i, &k_i) in s.chunks_exact_mut(v_dim).zip(k_t) {
+                                    for (s, r) in s_i.iter_mut().zip(delta.iter_mut()) {
+                                        *s *= decay;
+                                        *r += *s * k_i;
+                                    }
+                                }
+                                for (d, &vj) in delta.iter_mut().zip(v_t) {
+                                    *d = b * (vj - *d);
+                                }
+                                // Write k ⊗ δ into S, and read o = Sᵀq.
+                                for ((s_i, &k_i), &q_i) in
+                                    s.chunks_exact_mut(v_dim).zip(k_t).zip(q_t)
+                                {
+                                    for ((s, &d), o) in
+                                        s_i.iter_mut().zip(&delta).zip(o_t.iter_mut())
+                                    {
+                                        *s += k_i * d;
+                                        *o += *s * q_i;
+                                    }
+                                }
                             }
-                        }
-                        for (d, &vj) in delta.iter_mut().zip(v_t) {
-                            *d = b * (vj - *d);
-                        }
-                        // Write k ⊗ δ into S, and read o = Sᵀq.
-                        for ((s_i, &k_i), &q_i) in s.chunks_exact_mut(v_dim).zip(k_t).zip(q_t) {
-                            for ((s, &d), o) in s_i.iter_mut().zip(&delta).zip(o_t.iter_mut()) {
-                                *s += k_i * d;
-                                *o += *s * q_i;
-                            }
-                        }
+                            o
+                        })
+                        .collect()
+                });
+                let cols = n_v_head * v_dim;
+                let mut data = vec![0f32; n * cols];
+                for (h, o) in per_head.iter().enumerate() {
+                    for (t, o_t) in o.chunks_exact(v_dim).enumerate() {
+                        data[t * cols + h * v_dim..t * cols + (h + 1) * v_dim].copy_from_slice(o_t);
                     }
-                    o
+                }
+                Ok(CpuTensor {
+                    rows: n,
+                    cols,
+                    data,
                 })
-                .collect()
-        });
-        let cols = n_v_head * v_dim;
-        let mut data = vec![0f32; n * cols];
-        for (h, o) in per_head.iter().enumerate() {
-            for (t, o_t) in o.chunks_exact(v_dim).enumerate() {
-                data[t * cols + h * v_dim..t * cols + (h + 1) * v_dim].copy_from_slice(o_t);
-            }
-        }
-        Ok(CpuTensor {
-            rows: n,
-            cols,
-            data,
-        })
+            },
+        )
     }
 
     fn gated_rms_norm(
@@ -699,13 +864,29 @@ impl Backend for CpuBackend {
         w: &CpuTensor,
         eps: f32,
     ) -> Result<CpuTensor, BackendError> {
-        same_dims("gated_rms_norm", x, z)?;
-        self.grouped("gated_rms_norm", x, w, |xg, i, out| {
-            let s = inv_rms(xg, eps);
-            let zg = &z.data[i * w.cols..(i + 1) * w.cols];
-            for (((o, &v), &wv), &zv) in out.iter_mut().zip(xg).zip(&w.data).zip(zg) {
-                *o = v * s * wv * silu(zv);
-            }
-        })
+        self.op(
+            || "gated_rms_norm".into(),
+            f32_bytes(&[x, z, w]),
+            || {
+                same_dims("gated_rms_norm", x, z)?;
+                self.grouped("gated_rms_norm", x, w, |xg, i, out| {
+                    let s = inv_rms(xg, eps);
+                    let zg = &z.data[i * w.cols..(i + 1) * w.cols];
+                    for (((o, &v), &wv), &zv) in out.iter_mut().zip(xg).zip(&w.data).zip(zg) {
+                        *o = v * s * wv * silu(zv);
+                    }
+                })
+            },
+        )
+    }
+
+    fn set_profiling(&self, on: bool) {
+        self.profiler.on.store(on, Ordering::Relaxed);
+    }
+
+    /// Ops run and their times while profiling was on (the CPU has no submits); all zero when
+    /// it was off, since counting would cost the unprofiled path.
+    fn take_stats(&self) -> BackendStats {
+        std::mem::take(&mut *self.profiler.stats())
     }
 }

@@ -1,5 +1,6 @@
 //! Subcommands and the flags they share.
 
+mod bench;
 mod chat;
 mod check;
 mod eval;
@@ -45,6 +46,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Write a random-weight GGUF with the real shapes and tensor types of a Qwen3.5/3.6 size.
     Synth(synth::SynthArgs),
+    /// Backend comparison benchmark.
+    Bench(bench::BenchArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -56,6 +59,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Eval(args) => eval::run(args),
         Command::Check(args) => check::run(args),
         Command::Synth(args) => synth::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }
 

@@ -4,7 +4,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use super::config::Config;
-use super::forward::forward;
+use super::forward::{forward, SkipLayers};
 use super::state::{Snapshot, State};
 use super::weights::Weights;
 use super::ModelError;
@@ -66,6 +66,9 @@ pub trait Engine: Send {
     fn set_profiling(&mut self, on: bool);
     /// The backend's counters since the last call, which resets them.
     fn take_stats(&mut self) -> BackendStats;
+    /// Leaves out the bodies of one kind of layer from now on (benchmarking only: the logits
+    /// are wrong unless `skip` is `SkipLayers::None`).
+    fn set_skip(&mut self, skip: SkipLayers);
 }
 
 /// Loads the model in `file` onto `backend` with a context of `ctx` tokens (0: the trained
@@ -107,6 +110,7 @@ pub struct Session<B: Backend> {
     config: Config,
     weights: Weights<B>,
     state: State<B>,
+    skip: SkipLayers,
 }
 
 impl<B: Backend> Session<B> {
@@ -131,6 +135,7 @@ impl<B: Backend> Session<B> {
             config,
             weights,
             state,
+            skip: SkipLayers::None,
         })
     }
 }
@@ -142,6 +147,10 @@ impl<B: Backend> Engine for Session<B> {
 
     fn take_stats(&mut self) -> BackendStats {
         self.backend.take_stats()
+    }
+
+    fn set_skip(&mut self, skip: SkipLayers) {
+        self.skip = skip;
     }
 
     fn config(&self) -> &Config {
@@ -180,6 +189,7 @@ impl<B: Backend> Engine for Session<B> {
             &mut self.state,
             tokens,
             all_logits,
+            self.skip,
         )?;
         let rows = self.backend.dims(&logits).0;
         Ok(self.backend.read_rows(&logits, 0, rows))

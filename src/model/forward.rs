@@ -7,6 +7,26 @@ use super::weights::{Attention, DeltaNet, Mixer, Weights};
 use super::ModelError;
 use crate::backend::{AttentionShape, Backend, DeltaNetShape};
 
+/// Layers whose bodies are not run, for timing the rest (`qwen35 bench --skip`); anything but
+/// `None` gives wrong logits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SkipLayers {
+    #[default]
+    None,
+    DeltaNet,
+    Attention,
+}
+
+impl SkipLayers {
+    fn skips<B: Backend>(self, mixer: &Mixer<B>) -> bool {
+        matches!(
+            (self, mixer),
+            (SkipLayers::DeltaNet, Mixer::DeltaNet(_))
+                | (SkipLayers::Attention, Mixer::Attention(_))
+        )
+    }
+}
+
 /// Runs `tokens` (at positions `state.position..`) through the model, advancing the state.
 /// Returns the logits of every token ([n, vocab]) or of the last one ([1, vocab]).
 pub fn forward<B: Backend>(
@@ -16,6 +36,7 @@ pub fn forward<B: Backend>(
     state: &mut State<B>,
     tokens: &[u32],
     all_logits: bool,
+    skip: SkipLayers,
 ) -> Result<B::Tensor, ModelError> {
     let pos0 = state.position;
     let eps = cfg.rms_eps;
@@ -23,6 +44,9 @@ pub fn forward<B: Backend>(
     // §2: h = E[token], no scaling.
     let mut h = b.embed(&w.token_embd, tokens)?;
     for (i, (layer, layer_state)) in w.layers.iter().zip(&mut state.layers).enumerate() {
+        if skip.skips(&layer.mixer) {
+            continue;
+        }
         // Token mixing on the normed stream, added back to the residual.
         let u = b.rms_norm(&h, &layer.attn_norm, eps)?;
         let mixed = match (&layer.mixer, layer_state) {

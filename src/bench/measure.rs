@@ -1,0 +1,239 @@
+//! Timing one backend: load, prefill per prompt size, greedy decode, and one profiled pass that
+//! counts dispatches (and, with `--profile`, times every op class) apart from the timed runs.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::traffic::{peak_rss_bytes, reset_peak_rss};
+use super::{
+    BackendReport, BackendRun, DecodeResult, OpProfile, OpRow, Peak, PrefillResult, Profile, Spread,
+};
+use crate::backend::BackendStats;
+use crate::gguf::GgufFile;
+use crate::model::forward::SkipLayers;
+use crate::model::{load_engine, BackendKind, Engine, ModelError};
+
+/// What to measure on each backend.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// Prompt lengths timed for prefill, each from an empty state.
+    pub prompt_sizes: Vec<usize>,
+    /// Greedy tokens timed for decode.
+    pub decode_tokens: usize,
+    /// Runs of each measurement; the report gives their median and range.
+    pub repeats: usize,
+    /// CPU threads (0: one per core).
+    pub threads: usize,
+    pub profile: bool,
+    pub skip: SkipLayers,
+    /// Seed of the random prompt tokens.
+    pub seed: u64,
+}
+
+/// Tokens prefilled before decode is timed, so decode does not start from an empty state.
+const DECODE_PROMPT: usize = 16;
+
+/// Loads `file` on `kind` and measures it; a backend that fails is reported with its error.
+/// `peak` is the bandwidth its decode is held against; `progress` gets one line per step.
+pub fn bench_backend(
+    file: &Arc<GgufFile>,
+    kind: BackendKind,
+    opts: &BenchOptions,
+    weight_bytes_per_token: u64,
+    peak: Peak,
+    progress: &mut dyn FnMut(&str),
+) -> BackendReport {
+    let outcome = measure(file, kind, opts, weight_bytes_per_token, peak, progress);
+    BackendReport {
+        backend: kind.name().to_string(),
+        error: outcome.as_ref().err().map(|e| e.to_string()),
+        run: outcome.ok(),
+    }
+}
+
+fn measure(
+    file: &Arc<GgufFile>,
+    kind: BackendKind,
+    opts: &BenchOptions,
+    weight_bytes_per_token: u64,
+    peak: Peak,
+    progress: &mut dyn FnMut(&str),
+) -> Result<BackendRun, ModelError> {
+    let repeats = opts.repeats.max(1);
+    let decode_tokens = opts.decode_tokens.max(1);
+    let longest = opts.prompt_sizes.iter().copied().max().unwrap_or(1);
+    let ctx = longest.max(DECODE_PROMPT) + decode_tokens + 1;
+
+    progress(&format!("{kind}: loading"));
+    reset_peak_rss();
+    let started = Instant::now();
+    let mut engine = load_engine(Arc::clone(file), kind, opts.threads, ctx)?;
+    let load_seconds = started.elapsed().as_secs_f64();
+    engine.set_skip(opts.skip);
+    let mut prompts = RandomTokens::new(opts.seed, engine.config().vocab);
+
+    // One untimed prefill and decode: first-use costs (pipeline compilation, page faults of the
+    // mapped weights) are not what the runs measure.
+    progress(&format!("{kind}: warming up"));
+    let first = engine.eval(&prompts.take(DECODE_PROMPT), false)?;
+    engine.eval(&[argmax(&first)], false)?;
+
+    let mut prefill = Vec::new();
+    for &tokens in &opts.prompt_sizes {
+        let mut rates = Vec::new();
+        for run in 1..=repeats {
+            progress(&format!(
+                "{kind}: prefill {tokens} tokens, run {run}/{repeats}"
+            ));
+            engine.reset();
+            let prompt = prompts.take(tokens);
+            let started = Instant::now();
+            engine.eval(&prompt, false)?;
+            rates.push(tokens as f64 / started.elapsed().as_secs_f64());
+        }
+        prefill.push(PrefillResult {
+            tokens,
+            tok_per_s: Spread::of(&rates),
+        });
+    }
+
+    let mut seconds = Vec::new();
+    for run in 1..=repeats {
+        progress(&format!(
+            "{kind}: decode {decode_tokens} tokens, run {run}/{repeats}"
+        ));
+        engine.reset();
+        let mut next = argmax(&engine.eval(&prompts.take(DECODE_PROMPT), false)?);
+        let started = Instant::now();
+        for _ in 0..decode_tokens {
+            next = argmax(&engine.eval(&[next], false)?);
+        }
+        seconds.push(started.elapsed().as_secs_f64());
+    }
+    let tok_per_s: Vec<f64> = seconds.iter().map(|s| decode_tokens as f64 / s).collect();
+    let ms_per_token: Vec<f64> = seconds
+        .iter()
+        .map(|s| s * 1e3 / decode_tokens as f64)
+        .collect();
+
+    progress(&format!("{kind}: profiled pass"));
+    // Without --profile the pass only counts dispatches, on one token.
+    let (profile_prompt, profile_tokens) = if opts.profile {
+        (longest, decode_tokens)
+    } else {
+        (DECODE_PROMPT, 1)
+    };
+    let (prefill_stats, decode_stats) = profiled_pass(
+        engine.as_mut(),
+        &prompts.take(profile_prompt),
+        profile_tokens,
+    )?;
+    let counted = decode_stats.dispatches > 0;
+    let per_token = |n: u64| Some(n as f64 / profile_tokens as f64).filter(|_| counted);
+    let dispatches_per_token = per_token(decode_stats.dispatches);
+    let submits_per_token = per_token(decode_stats.submits);
+    let profile = opts.profile.then(|| Profile {
+        prefill: op_profile(&prefill_stats, profile_prompt),
+        decode: op_profile(&decode_stats, profile_tokens),
+    });
+    let process_peak_rss_bytes = peak_rss_bytes();
+
+    let decode = DecodeResult {
+        tokens: decode_tokens,
+        tok_per_s: Spread::of(&tok_per_s),
+        ms_per_token: Spread::of(&ms_per_token),
+    };
+    let effective_gbps = weight_bytes_per_token as f64 * decode.tok_per_s.median / 1e9;
+    let peak_gbps = peak.gbps.filter(|&p| p > 0.0);
+    Ok(BackendRun {
+        load_seconds,
+        prefill,
+        decode,
+        process_peak_rss_bytes,
+        effective_gbps,
+        peak,
+        share_of_peak: peak_gbps.map(|p| effective_gbps / p),
+        decode_ceiling_tok_per_s: peak_gbps
+            .filter(|_| weight_bytes_per_token > 0)
+            .map(|p| p * 1e9 / weight_bytes_per_token as f64),
+        dispatches_per_token,
+        submits_per_token,
+        profile,
+    })
+}
+
+/// Prefills `prompt` from an empty state, then decodes `tokens` greedily, with profiling on;
+/// returns the backend's counters of each half.
+fn profiled_pass(
+    engine: &mut dyn Engine,
+    prompt: &[u32],
+    tokens: usize,
+) -> Result<(BackendStats, BackendStats), ModelError> {
+    engine.reset();
+    engine.set_profiling(true);
+    engine.take_stats();
+    let result = (|| {
+        let mut next = argmax(&engine.eval(prompt, false)?);
+        let prefill = engine.take_stats();
+        for _ in 0..tokens {
+            next = argmax(&engine.eval(&[next], false)?);
+        }
+        Ok((prefill, engine.take_stats()))
+    })();
+    engine.set_profiling(false);
+    result
+}
+
+fn op_profile(stats: &BackendStats, tokens: usize) -> OpProfile {
+    let total: f64 = stats.ops.iter().map(|op| op.seconds).sum();
+    let mut ops: Vec<OpRow> = stats
+        .ops
+        .iter()
+        .map(|op| OpRow {
+            class: op.class.clone(),
+            ms: op.seconds * 1e3,
+            percent: 100.0 * op.seconds / total.max(f64::MIN_POSITIVE),
+            calls: op.calls,
+            ms_per_call: op.seconds * 1e3 / op.calls.max(1) as f64,
+            gbps: op.bytes_read as f64 / op.seconds.max(f64::MIN_POSITIVE) / 1e9,
+        })
+        .collect();
+    ops.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+    OpProfile { tokens, ops }
+}
+
+/// The most likely next token.
+fn argmax(logits: &[f32]) -> u32 {
+    logits
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map_or(0, |(i, _)| i as u32)
+}
+
+/// Uniform random token ids (splitmix64): prompts whose content does not matter to the speed.
+struct RandomTokens {
+    state: u64,
+    vocab: u64,
+}
+
+impl RandomTokens {
+    fn new(seed: u64, vocab: usize) -> RandomTokens {
+        RandomTokens {
+            state: seed,
+            vocab: (vocab as u64).max(1),
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Vec<u32> {
+        (0..n)
+            .map(|_| {
+                self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = self.state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                ((z ^ (z >> 31)) % self.vocab) as u32
+            })
+            .collect()
+    }
+}

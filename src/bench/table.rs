@@ -1,0 +1,226 @@
+//! The human-readable rendering of a report: one row per backend, the notes that say what the
+//! numbers are, and with `--profile` one table per backend and phase.
+
+use super::{BackendRun, GemvReport, GemvTiming, OpProfile, PeakSource, Report, Spread};
+
+/// The report as text for a terminal.
+pub fn render_table(report: &Report) -> String {
+    let mut out = String::new();
+    let banner = report
+        .invalid
+        .as_ref()
+        .map(|why| format!("INVALID: {why}\n"));
+    if let Some(banner) = &banner {
+        out.push_str(banner);
+    }
+    out.push_str(&format!(
+        "model: {} ({}), {} threads\nweights read per decode token: {} (run layers + output matrix + one embedding row)\n\n",
+        report.model,
+        bytes(report.file_bytes),
+        report.threads,
+        bytes(report.weight_bytes_per_token),
+    ));
+
+    let mut header: Vec<String> = vec!["backend".into(), "load s".into()];
+    header.extend(report.prompt_sizes.iter().map(|p| format!("pp{p} tok/s")));
+    header.extend([
+        format!("tg{} tok/s", report.decode_tokens),
+        "ms/tok".into(),
+        "eff. GB/s".into(),
+        "of peak".into(),
+        "disp/tok".into(),
+        "submits/tok".into(),
+        "peak RSS (process)".into(),
+    ]);
+    let mut rows = vec![header];
+    let mut notes = Vec::new();
+    for backend in &report.backends {
+        match (&backend.run, &backend.error) {
+            (Some(run), _) => {
+                rows.push(backend_row(&backend.backend, run));
+                notes.push(peak_note(&backend.backend, run));
+            }
+            (None, error) => notes.push(format!(
+                "{}: not run: {}",
+                backend.backend,
+                error.as_deref().unwrap_or("unknown error")
+            )),
+        }
+    }
+    out.push_str(&columns(&rows));
+    out.push('\n');
+    for note in notes {
+        out.push_str(&note);
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "tok/s and ms/tok: median [min..max] of {} runs; prefill from an empty state, decode greedy after a 16-token prompt.\n\
+         peak RSS: the whole process's high-water mark (VmHWM) while each backend ran; GPU memory is not in it.\n\
+         disp/tok, submits/tok: counted on a separate profiled decode pass.\n",
+        report.repeats
+    ));
+
+    for backend in &report.backends {
+        if let Some(profile) = backend.run.as_ref().and_then(|r| r.profile.as_ref()) {
+            for (phase, ops) in [("prefill", &profile.prefill), ("decode", &profile.decode)] {
+                out.push_str(&format!(
+                    "\n{}",
+                    profile_table(&backend.backend, phase, ops)
+                ));
+            }
+        }
+    }
+    if let Some(banner) = &banner {
+        out.push('\n');
+        out.push_str(banner);
+    }
+    out
+}
+
+fn backend_row(name: &str, run: &BackendRun) -> Vec<String> {
+    let mut row = vec![name.to_string(), format!("{:.2}", run.load_seconds)];
+    row.extend(run.prefill.iter().map(|p| spread(p.tok_per_s)));
+    row.extend([
+        spread(run.decode.tok_per_s),
+        spread(run.decode.ms_per_token),
+        number(run.effective_gbps),
+        run.share_of_peak
+            .map_or("peak unknown".into(), |s| format!("{:.0}%", s * 100.0)),
+        run.dispatches_per_token
+            .map_or("n/a".into(), |d| format!("{d:.0}")),
+        run.submits_per_token
+            .map_or("n/a".into(), |s| format!("{s:.0}")),
+        run.process_peak_rss_bytes.map_or("n/a".into(), bytes),
+    ]);
+    row
+}
+
+fn peak_note(name: &str, run: &BackendRun) -> String {
+    let ceiling = run
+        .decode_ceiling_tok_per_s
+        .map(|c| format!(", decode ceiling {} tok/s", number(c)))
+        .unwrap_or_default();
+    match (run.peak.gbps, run.peak.source) {
+        (Some(gbps), PeakSource::Probe) => format!(
+            "{name}: peak {} GB/s (streaming-read probe on the CPU){ceiling}",
+            number(gbps)
+        ),
+        (Some(gbps), _) => format!("{name}: peak {} GB/s (--peak-gbps){ceiling}", number(gbps)),
+        (None, _) => format!("{name}: peak unknown (pass --peak-gbps to compare)"),
+    }
+}
+
+fn profile_table(backend: &str, phase: &str, profile: &OpProfile) -> String {
+    let mut rows = vec![["op class", "ms", "%", "calls", "ms/call", "GB/s"]
+        .map(String::from)
+        .to_vec()];
+    for op in &profile.ops {
+        rows.push(vec![
+            op.class.clone(),
+            format!("{:.3}", op.ms),
+            format!("{:.1}", op.percent),
+            op.calls.to_string(),
+            format!("{:.4}", op.ms_per_call),
+            format!("{:.2}", op.gbps),
+        ]);
+    }
+    let body = if profile.ops.is_empty() {
+        "(the backend reported no op timings)\n".to_string()
+    } else {
+        columns(&rows)
+    };
+    format!(
+        "profile {backend}, {phase} ({} tokens):\n{body}",
+        profile.tokens
+    )
+}
+
+/// The GEMV microbenchmark as text.
+pub fn render_gemv(report: &GemvReport) -> String {
+    let line = |what: &str, t: &GemvTiming| {
+        vec![
+            what.to_string(),
+            t.gemvs.to_string(),
+            format!("{:.1}", t.us_per_gemv),
+            format!("{:.2}", t.gbps),
+        ]
+    };
+    let rows = vec![
+        ["", "GEMVs", "µs/GEMV", "GB/s"].map(String::from).to_vec(),
+        line("one per call (wait each)", &report.one_per_call),
+        line("back to back (wait once)", &report.back_to_back),
+        line("256×256 floor, one per call", &report.floor),
+    ];
+    format!(
+        "gemv {}: {}×{} {} ({})\n{}",
+        report.backend,
+        report.rows,
+        report.cols,
+        report.ty,
+        bytes(report.weight_bytes),
+        columns(&rows)
+    )
+}
+
+/// Rows laid out in columns: the first left-aligned, the rest right-aligned.
+fn columns(rows: &[Vec<String>]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (s, &w))| {
+                if c == 0 {
+                    format!("{s:<w$}")
+                } else {
+                    format!("{s:>w$}")
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn spread(s: Spread) -> String {
+    if s.min == s.max {
+        number(s.median)
+    } else {
+        format!(
+            "{} [{}..{}]",
+            number(s.median),
+            number(s.min),
+            number(s.max)
+        )
+    }
+}
+
+/// Three significant digits or so, without exponent notation.
+pub(super) fn number(x: f64) -> String {
+    match x.abs() {
+        a if a >= 100.0 => format!("{x:.0}"),
+        a if a >= 10.0 => format!("{x:.1}"),
+        _ => format!("{x:.2}"),
+    }
+}
+
+fn bytes(n: u64) -> String {
+    let n = n as f64;
+    if n >= 1e9 {
+        format!("{:.2} GB", n / 1e9)
+    } else {
+        format!("{:.1} MB", n / 1e6)
+    }
+}

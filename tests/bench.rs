@@ -1,0 +1,282 @@
+//! `qwen35 bench` through the real binary, at smoke size: the table, JSON, SVG and profile of a
+//! CPU run on the tiny preset, `--skip` marking every output INVALID, the GEMV microbenchmark,
+//! and the wgpu row where an adapter exists (required when QWEN35_REQUIRE_GPU=1).
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Paths in the temp dir for one test's outputs, removed when dropped.
+struct Outputs {
+    json: PathBuf,
+    svg: PathBuf,
+}
+
+impl Outputs {
+    fn new(test: &str) -> Outputs {
+        let stem = std::env::temp_dir().join(format!("qwen35-bench-{}-{test}", std::process::id()));
+        Outputs {
+            json: stem.with_extension("json"),
+            svg: stem.with_extension("svg"),
+        }
+    }
+
+    fn args(&self) -> Vec<String> {
+        vec![
+            "--json".into(),
+            self.json.display().to_string(),
+            "--plot".into(),
+            self.svg.display().to_string(),
+        ]
+    }
+
+    fn json(&self) -> Value {
+        let text = std::fs::read_to_string(&self.json).expect("JSON written");
+        serde_json::from_str(&text).expect("JSON parses")
+    }
+
+    fn svg(&self) -> String {
+        std::fs::read_to_string(&self.svg).expect("SVG written")
+    }
+}
+
+impl Drop for Outputs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.json);
+        let _ = std::fs::remove_file(&self.svg);
+    }
+}
+
+/// Runs `qwen35 bench ARGS`, failing the test unless it succeeds; returns stdout.
+fn bench(args: &[&str], extra: &[String]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_qwen35"))
+        .arg("bench")
+        .args(args)
+        .args(extra)
+        .output()
+        .expect("qwen35 runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "qwen35 bench {args:?} failed\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+fn number(v: &Value, path: &str) -> f64 {
+    v.pointer(path)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{path} is not a number in {v:#}"))
+}
+
+fn backend<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["backends"]
+        .as_array()
+        .and_then(|all| all.iter().find(|b| b["backend"] == name))
+        .unwrap_or_else(|| panic!("no {name} entry in {report:#}"))
+}
+
+/// Matmuls in one token of the tiny preset: 3 Gated DeltaNet layers (qkv, z, β, α, out) and one
+/// attention layer (q, k, v, out), each with a 3-matmul MLP, plus the output matrix.
+const TINY_MATMULS_PER_TOKEN: u64 = 3 * (5 + 3) + (4 + 3) + 1;
+
+#[test]
+fn cpu_run_reports_rates_roofline_profile_json_and_svg() {
+    let outputs = Outputs::new("cpu");
+    let stdout = bench(
+        &[
+            "--preset",
+            "tiny",
+            "--backend",
+            "cpu",
+            "-p",
+            "16",
+            "-n",
+            "4",
+            "-r",
+            "1",
+            "--profile",
+        ],
+        &outputs.args(),
+    );
+    assert!(!stdout.contains("INVALID"), "{stdout}");
+    assert!(stdout.contains("peak RSS (process)"), "{stdout}");
+    assert!(
+        stdout.contains("profile cpu, decode (4 tokens)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("matmul q4_K"), "{stdout}");
+
+    let report = outputs.json();
+    assert!(report["invalid"].is_null());
+    let per_token = number(&report, "/weight_bytes_per_token");
+    assert!(per_token > 0.0 && per_token <= number(&report, "/file_bytes"));
+    let cpu = backend(&report, "cpu");
+    assert!(cpu["error"].is_null(), "{cpu:#}");
+    assert_eq!(cpu.pointer("/run/prefill/0/tokens"), Some(&Value::from(16)));
+    for path in [
+        "/run/prefill/0/tok_per_s/median",
+        "/run/decode/tok_per_s/median",
+        "/run/decode/ms_per_token/min",
+        "/run/effective_gbps",
+        "/run/peak/gbps",
+        "/run/share_of_peak",
+        "/run/decode_ceiling_tok_per_s",
+        "/run/process_peak_rss_bytes",
+    ] {
+        assert!(number(cpu, path) > 0.0, "{path} in {cpu:#}");
+    }
+    assert_eq!(cpu.pointer("/run/peak/source"), Some(&Value::from("probe")));
+    let ms = number(cpu, "/run/decode/ms_per_token/median");
+    let rate = number(cpu, "/run/decode/tok_per_s/median");
+    assert!(
+        (ms * rate / 1e3 - 1.0).abs() < 1e-6,
+        "ms/token and tok/s agree"
+    );
+
+    // The profile counts exactly the ops the forward runs: every matmul of 4 decode tokens.
+    let ops = cpu
+        .pointer("/run/profile/decode/ops")
+        .and_then(Value::as_array)
+        .expect("decode profile");
+    let matmuls: u64 = ops
+        .iter()
+        .filter(|op| {
+            op["class"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("matmul "))
+        })
+        .map(|op| op["calls"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(matmuls, 4 * TINY_MATMULS_PER_TOKEN);
+    let all_calls: u64 = ops.iter().map(|op| op["calls"].as_u64().unwrap_or(0)).sum();
+    assert_eq!(
+        number(cpu, "/run/dispatches_per_token"),
+        all_calls as f64 / 4.0
+    );
+    let percent: f64 = ops
+        .iter()
+        .map(|op| op["percent"].as_f64().unwrap_or(0.0))
+        .sum();
+    assert!((percent - 100.0).abs() < 1e-6);
+
+    let svg = outputs.svg();
+    assert!(svg.starts_with("<svg"), "{svg}");
+    assert!(svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains(">cpu</text>"));
+    assert!(svg.contains("roofline"));
+    assert!(!svg.contains("INVALID"));
+}
+
+#[test]
+fn skipped_layers_mark_table_json_and_plot_invalid() {
+    let outputs = Outputs::new("skip");
+    let args = [
+        "--preset",
+        "tiny",
+        "--backend",
+        "cpu",
+        "-p",
+        "8",
+        "-n",
+        "2",
+        "-r",
+        "1",
+        "--profile",
+    ];
+    let stdout = bench(&[&args[..], &["--skip", "gdn"]].concat(), &outputs.args());
+    assert!(stdout.starts_with("INVALID"), "{stdout}");
+    assert!(!stdout.contains("delta_rule"), "GDN bodies ran:\n{stdout}");
+    let skipped = outputs.json();
+    assert!(skipped["invalid"]
+        .as_str()
+        .is_some_and(|why| why.contains("--skip gdn")));
+    assert!(outputs.svg().contains("INVALID"));
+
+    bench(&args, &outputs.args());
+    let full = outputs.json();
+    assert!(
+        number(&skipped, "/weight_bytes_per_token") < number(&full, "/weight_bytes_per_token"),
+        "skipped layers' weights are not counted as read"
+    );
+}
+
+#[test]
+fn gemv_reports_time_and_bandwidth() {
+    let stdout = bench(
+        &[
+            "gemv", "--quant", "q4_k", "--rows", "256", "--cols", "512", "-r", "2",
+        ],
+        &[],
+    );
+    assert!(stdout.contains("256×512 q4_K"), "{stdout}");
+    for line in ["one per call", "back to back", "256×256 floor"] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(line))
+            .unwrap_or_else(|| panic!("no {line:?} row in\n{stdout}"));
+        let gbps: f64 = row
+            .split_whitespace()
+            .last()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no GB/s in {row:?}"));
+        assert!(gbps > 0.0, "{row}");
+    }
+    assert!(stdout.contains("GB/s"));
+}
+
+#[test]
+fn wgpu_row_is_included_when_an_adapter_exists() {
+    let outputs = Outputs::new("wgpu");
+    let stdout = bench(
+        &[
+            "--preset",
+            "tiny",
+            "--backend",
+            "cpu,wgpu",
+            "-p",
+            "8",
+            "-n",
+            "2",
+            "-r",
+            "1",
+        ],
+        &outputs.args(),
+    );
+    let report = outputs.json();
+    let wgpu = backend(&report, "wgpu");
+    if let Some(error) = wgpu["error"].as_str() {
+        assert!(
+            std::env::var("QWEN35_REQUIRE_GPU").as_deref() != Ok("1"),
+            "QWEN35_REQUIRE_GPU=1 but wgpu did not run: {error}"
+        );
+        eprintln!("skipping the wgpu checks: {error}");
+        return;
+    }
+    assert!(stdout.lines().any(|l| l.starts_with("wgpu ")), "{stdout}");
+    assert!(number(wgpu, "/run/decode/tok_per_s/median") > 0.0);
+    assert!(number(wgpu, "/run/prefill/0/tok_per_s/median") > 0.0);
+    // No --peak-gbps: a GPU's peak is not guessed.
+    assert!(wgpu.pointer("/run/peak/gbps").is_some_and(Value::is_null));
+    assert!(stdout.contains("wgpu: peak unknown"));
+    assert!(outputs.svg().contains(">wgpu</text>"));
+
+    let gemv = bench(
+        &[
+            "gemv",
+            "--quant",
+            "q4_k",
+            "--rows",
+            "256",
+            "--cols",
+            "512",
+            "-r",
+            "2",
+            "--backend",
+            "wgpu",
+        ],
+        &[],
+    );
+    assert!(gemv.contains("GB/s"), "{gemv}");
+}
