@@ -158,7 +158,8 @@ fn container_damage_is_named() {
 
 #[test]
 fn model_damage_is_named() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut Parts)>, Vec<&str>)> = vec![
+    type Case = (&'static str, Box<dyn Fn(&mut Parts)>, Vec<&'static str>);
+    let cases: Vec<Case> = vec![
         (
             "wrong-arch",
             Box::new(|p| {

@@ -41,10 +41,10 @@ struct ModelBenchArgs {
     model: Option<PathBuf>,
     /// Model size to synthesize when no --model is given: qwen3.6-27b, qwen3.5-9b, qwen3.5-4b,
     /// qwen3.5-2b, qwen3.5-0.8b or tiny.
-    #[arg(long, value_parser = parse_preset)]
+    #[arg(long, value_parser = super::synth::parse_preset)]
     preset: Option<Preset>,
     /// File type of the synthetic model: q4_k_m, q8_0 or f16.
-    #[arg(long, value_parser = parse_quant, default_value = "q4_k_m", conflicts_with = "model")]
+    #[arg(long, value_parser = super::synth::parse_quant, default_value = "q4_k_m", conflicts_with = "model")]
     quant: Quant,
     /// Backends to compare, comma-separated (cpu, wgpu, metal).
     #[arg(long, value_delimiter = ',', value_parser = parse_backend, default_value = "cpu")]
@@ -338,20 +338,6 @@ fn parse_skip(name: &str) -> Result<SkipLayers, String> {
             "unknown layer kind {other:?} (expected gdn or attn)"
         )),
     }
-}
-
-fn parse_preset(name: &str) -> Result<Preset, String> {
-    Preset::from_name(name).ok_or_else(|| {
-        let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
-        format!("unknown preset {name:?} (known: {})", names.join(", "))
-    })
-}
-
-fn parse_quant(name: &str) -> Result<Quant, String> {
-    Quant::from_name(name).ok_or_else(|| {
-        let names: Vec<&str> = Quant::ALL.iter().map(|q| q.name()).collect();
-        format!("unknown quant {name:?} (known: {})", names.join(", "))
-    })
 }
 
 /// A ggml type by its name in any case ("q4_k" is q4_K).

@@ -80,14 +80,14 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn parse_preset(name: &str) -> Result<Preset, String> {
+pub(super) fn parse_preset(name: &str) -> Result<Preset, String> {
     Preset::from_name(name).ok_or_else(|| {
         let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
         format!("unknown preset {name:?} (known: {})", names.join(", "))
     })
 }
 
-fn parse_quant(name: &str) -> Result<Quant, String> {
+pub(super) fn parse_quant(name: &str) -> Result<Quant, String> {
     Quant::from_name(name).ok_or_else(|| {
         let names: Vec<&str> = Quant::ALL.iter().map(|q| q.name()).collect();
         format!("unknown quant {name:?} (known: {})", names.join(", "))
