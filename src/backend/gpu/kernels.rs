@@ -165,6 +165,26 @@ impl Kernel {
         }
     }
 
+    /// The op class the profile counts this kernel in, e.g. "matmul q4_K".
+    pub fn class(self) -> String {
+        match self {
+            Kernel::Gemv(f) => format!("matmul {}", f.ggml_type().name()),
+            Kernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
+            Kernel::Add => "add".into(),
+            Kernel::Swiglu => "swiglu".into(),
+            Kernel::SigmoidMul => "sigmoid_mul".into(),
+            Kernel::SliceCols => "slice_cols".into(),
+            Kernel::CopyRows => "copy_rows".into(),
+            Kernel::RmsNorm => "rms_norm".into(),
+            Kernel::L2Norm => "l2_norm".into(),
+            Kernel::Rope => "rope".into(),
+            Kernel::Attention => "attention".into(),
+            Kernel::Conv1dSilu => "conv1d_silu".into(),
+            Kernel::DeltaNetGates => "delta_net_gates".into(),
+            Kernel::DeltaRule => "delta_rule".into(),
+        }
+    }
+
     /// The files whose concatenation is this kernel, preludes first.
     pub fn files(self) -> Vec<WgslFile> {
         let mut files = vec![GRID];

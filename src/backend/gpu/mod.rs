@@ -9,6 +9,7 @@ mod error;
 mod kernels;
 mod memory;
 mod ops;
+mod profiler;
 mod recorder;
 
 use std::sync::{Arc, Mutex};
@@ -52,9 +53,13 @@ impl Wgpu {
         }))
         .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
         let info = adapter.get_info();
+        // Only optional speed-ups: kernels and the profile fall back when one is missing.
+        let wanted = wgpu::Features::SUBGROUP
+            | wgpu::Features::TIMESTAMP_QUERY
+            | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("qwen35"),
-            required_features: wgpu::Features::empty(),
+            required_features: adapter.features() & wanted,
             required_limits: adapter.limits(),
             experimental_features: wgpu::ExperimentalFeatures::disabled(),
             memory_hints: wgpu::MemoryHints::Performance,

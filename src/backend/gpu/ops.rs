@@ -12,6 +12,11 @@ const MAX_HEAD_DIM: usize = 256;
 /// Largest k_dim the delta-rule kernel holds (WGSL `MAX_K_DIM`).
 const MAX_K_DIM: usize = 256;
 
+/// Bytes of f32 values in `tensors`, for the profile.
+fn f32_bytes(tensors: &[&GpuTensor]) -> u64 {
+    tensors.iter().map(|t| t.len() as u64 * 4).sum()
+}
+
 fn shape_error(op: &'static str, detail: String) -> GpuError {
     GpuError::Shape { op, detail }
 }
@@ -54,16 +59,24 @@ fn one_row(op: &'static str, w: &GpuTensor) -> Result<(), GpuError> {
 }
 
 impl Wgpu {
+    /// Records one dispatch; `bytes_read` (weights and activations) is for the profile.
     fn record(
         &self,
         kernel: Kernel,
         params: &[u32],
         buffers: &[Binding<'_>],
         workgroups: usize,
+        bytes_read: u64,
     ) -> Result<(), GpuError> {
         self.check_device()?;
-        self.recorder
-            .dispatch(&self.pipelines, kernel, params, buffers, workgroups)
+        self.recorder.dispatch(
+            &self.pipelines,
+            kernel,
+            params,
+            buffers,
+            workgroups,
+            bytes_read,
+        )
     }
 
     /// One invocation per element of `out`, the result of a binary elementwise kernel.
@@ -82,6 +95,7 @@ impl Wgpu {
             &[n as u32],
             &[&a.buffer, &b.buffer, &out.buffer],
             n.div_ceil(WG),
+            f32_bytes(&[a, b]),
         )?;
         Ok(out)
     }
@@ -100,6 +114,7 @@ impl Wgpu {
             &[n as u32, src_offset as u32, dst_offset as u32, 0],
             &[&src.buffer, &dst.buffer],
             n.div_ceil(WG),
+            n as u64 * 4,
         )
     }
 
@@ -127,6 +142,7 @@ impl Wgpu {
                 ],
                 &[&part.buffer, &ids, &out.buffer],
                 tokens.len(),
+                (tokens.len() * table.row_bytes) as u64 + tokens.len() as u64 * 4,
             )?;
         }
         Ok(out)
@@ -172,6 +188,7 @@ impl Wgpu {
                 ],
                 &[&part.buffer, &x.buffer, &out.buffer],
                 part.rows * x.rows,
+                (part.rows * w.row_bytes) as u64 + f32_bytes(&[x]),
             )?;
         }
         Ok(out)
@@ -213,6 +230,7 @@ impl Wgpu {
             &[n as u32, group as u32, offset as u32, width as u32],
             &[&x.buffer, &out.buffer],
             n.div_ceil(WG),
+            n as u64 * 4,
         )?;
         Ok(out)
     }
@@ -243,6 +261,7 @@ impl Wgpu {
             ],
             &[&x.buffer, &w.buffer, &z.unwrap_or(x).buffer, &out.buffer],
             groups,
+            f32_bytes(&[x, w]) + z.map_or(0, |z| f32_bytes(&[z])),
         )?;
         Ok(out)
     }
@@ -279,6 +298,7 @@ impl Wgpu {
             &[group as u32, groups as u32, scale.to_bits(), eps.to_bits()],
             &[&x.buffer, &out.buffer],
             groups,
+            f32_bytes(&[x]),
         )?;
         Ok(out)
     }
@@ -292,6 +312,7 @@ impl Wgpu {
             &[n as u32],
             &[&x.buffer, &y.buffer],
             n.div_ceil(WG),
+            f32_bytes(&[x, y]),
         )
     }
 
@@ -363,6 +384,7 @@ impl Wgpu {
             ],
             &[&x.buffer, &table, &out.buffer],
             n.div_ceil(WG),
+            f32_bytes(&[x]),
         )?;
         Ok(out)
     }
@@ -423,6 +445,7 @@ impl Wgpu {
             ],
             &[&q.buffer, &k_cache.buffer, &v_cache.buffer, &out.buffer],
             q.rows * n_head,
+            f32_bytes(&[q]) + ((pos0 + q.rows) * kv_cols * 8) as u64,
         )?;
         Ok(out)
     }
@@ -451,6 +474,7 @@ impl Wgpu {
             &[channels as u32, taps as u32, x.rows as u32, 0],
             &[&x.buffer, &w.buffer, &state.buffer, &out.buffer],
             channels.div_ceil(WG),
+            f32_bytes(&[x, w, state]),
         )?;
         Ok(out)
     }
@@ -483,6 +507,7 @@ impl Wgpu {
                 &beta_out.buffer,
             ],
             n.div_ceil(WG),
+            f32_bytes(&[alpha, beta, ssm_a, dt_bias]),
         )?;
         Ok((g, beta_out))
     }
@@ -550,6 +575,7 @@ impl Wgpu {
                 &out.buffer,
             ],
             n_v_head * column_chunks,
+            f32_bytes(&[q, k, v, g, beta, state]),
         )?;
         Ok(out)
     }
