@@ -33,6 +33,8 @@ pub struct Wgpu {
     resident_weight_bytes: std::sync::atomic::AtomicU64,
     /// The first error wgpu reported outside an error scope; every later op fails with it.
     device_error: Arc<Mutex<Option<String>>>,
+    /// Freed activation buffers, reused by later op outputs.
+    buffer_pool: Arc<memory::BufferPool>,
     /// RoPE inverse-frequency tables by (rotated dims, f32 bits of the base).
     rope_tables: Mutex<std::collections::HashMap<(usize, u32), wgpu::Buffer>>,
 }
@@ -96,6 +98,7 @@ impl Wgpu {
             binding_limit,
             resident_weight_bytes: 0.into(),
             device_error,
+            buffer_pool: Default::default(),
             rope_tables: Mutex::new(Default::default()),
         })
     }

@@ -88,7 +88,7 @@ impl Wgpu {
         b: &GpuTensor,
     ) -> Result<GpuTensor, GpuError> {
         same_dims(op, a, b)?;
-        let out = self.zeros(a.rows, a.cols)?;
+        let out = self.output(a.rows, a.cols)?;
         let n = a.len();
         self.record(
             kernel,
@@ -126,8 +126,8 @@ impl Wgpu {
                 vocab: table.rows,
             });
         }
-        let out = self.zeros(tokens.len(), table.cols)?;
-        let ids = self.upload_u32(tokens);
+        let out = self.output(tokens.len(), table.cols)?;
+        let ids = self.upload_u32(tokens)?;
         let units = table.cols / table.format.unit_elems();
         for part in &table.parts {
             self.record(
@@ -140,7 +140,7 @@ impl Wgpu {
                     part.rows as u32,
                     units as u32,
                 ],
-                &[&part.buffer, &ids, &out.buffer],
+                &[&part.buffer, &ids.buffer, &out.buffer],
                 tokens.len(),
                 (tokens.len() * table.row_bytes) as u64 + tokens.len() as u64 * 4,
             )?;
@@ -148,19 +148,16 @@ impl Wgpu {
         Ok(out)
     }
 
-    fn upload_u32(&self, values: &[u32]) -> wgpu::Buffer {
-        use wgpu::util::DeviceExt;
-        let contents: &[u8] = if values.is_empty() {
-            &[0; 4]
-        } else {
-            bytemuck::cast_slice(values)
-        };
-        self.device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("token ids"),
-                contents,
-                usage: wgpu::BufferUsages::STORAGE,
-            })
+    /// `values` in a recycled buffer, written after the work recorded so far.
+    fn upload_u32(&self, values: &[u32]) -> Result<GpuTensor, GpuError> {
+        let ids = self.output(1, values.len())?;
+        if !values.is_empty() {
+            self.recorder.flush()?;
+            self.recorder
+                .queue()
+                .write_buffer(&ids.buffer, 0, bytemuck::cast_slice(values));
+        }
+        Ok(ids)
     }
 
     /// `y = x · Wᵀ` for every row of x: one GEMV dispatch per weight part.
@@ -171,7 +168,7 @@ impl Wgpu {
                 format!("{} columns against {} of {}", x.cols, w.cols, w.name),
             ));
         }
-        let out = self.zeros(x.rows, w.rows)?;
+        let out = self.output(x.rows, w.rows)?;
         let units = w.cols / w.format.unit_elems();
         for part in &w.parts {
             self.record(
@@ -202,7 +199,7 @@ impl Wgpu {
                 format!("rows {start}..+{count} of {}", x.rows),
             ));
         }
-        let out = self.zeros(count, x.cols)?;
+        let out = self.output(count, x.cols)?;
         self.copy(x, start * x.cols, &out, 0, count * x.cols)?;
         Ok(out)
     }
@@ -223,7 +220,7 @@ impl Wgpu {
                 format!("columns {offset}..+{width} of groups of {group}"),
             ));
         }
-        let out = self.zeros(x.rows, x.cols / group * width)?;
+        let out = self.output(x.rows, x.cols / group * width)?;
         let n = out.len();
         self.record(
             Kernel::SliceCols,
@@ -249,7 +246,7 @@ impl Wgpu {
         if let Some(z) = z {
             same_dims(op, x, z)?;
         }
-        let out = self.zeros(x.rows, x.cols)?;
+        let out = self.output(x.rows, x.cols)?;
         let groups = x.len() / w.cols;
         self.record(
             Kernel::RmsNorm,
@@ -291,7 +288,7 @@ impl Wgpu {
         eps: f32,
     ) -> Result<GpuTensor, GpuError> {
         whole_groups("l2_norm", x, group)?;
-        let out = self.zeros(x.rows, x.cols)?;
+        let out = self.output(x.rows, x.cols)?;
         let groups = x.len() / group;
         self.record(
             Kernel::L2Norm,
@@ -340,7 +337,7 @@ impl Wgpu {
         let inv_freq: Vec<f32> = (0..rot_dims / 2)
             .map(|i| 1.0 / freq_base.powf((2 * i) as f32 / rot_dims as f32))
             .collect();
-        let table = self.upload(1, inv_freq.len(), &inv_freq)?.buffer;
+        let table = self.upload(1, inv_freq.len(), &inv_freq)?.buffer.clone();
         tables.insert(key, table.clone());
         Ok(table)
     }
@@ -363,7 +360,7 @@ impl Wgpu {
             ));
         }
         let last_pos = word(op, "position", pos0.saturating_add(x.rows))?;
-        let out = self.zeros(x.rows, x.cols)?;
+        let out = self.output(x.rows, x.cols)?;
         if rot_dims == 0 {
             self.copy(x, 0, &out, 0, x.len())?;
             return Ok(out);
@@ -429,7 +426,7 @@ impl Wgpu {
         }
         self.copy(k, 0, k_cache, pos0 * kv_cols, k.len())?;
         self.copy(v, 0, v_cache, pos0 * kv_cols, v.len())?;
-        let out = self.zeros(q.rows, q.cols)?;
+        let out = self.output(q.rows, q.cols)?;
         let scale = 1.0 / (head_dim as f32).sqrt();
         self.record(
             Kernel::Attention,
@@ -468,7 +465,7 @@ impl Wgpu {
                 ),
             ));
         }
-        let out = self.zeros(x.rows, channels)?;
+        let out = self.output(x.rows, channels)?;
         self.record(
             Kernel::Conv1dSilu,
             &[channels as u32, taps as u32, x.rows as u32, 0],
@@ -492,8 +489,8 @@ impl Wgpu {
         one_row(op, ssm_a)?;
         same_dims(op, ssm_a, dt_bias)?;
         whole_groups(op, alpha, ssm_a.cols)?;
-        let g = self.zeros(alpha.rows, alpha.cols)?;
-        let beta_out = self.zeros(beta.rows, beta.cols)?;
+        let g = self.output(alpha.rows, alpha.cols)?;
+        let beta_out = self.output(beta.rows, beta.cols)?;
         let n = alpha.len();
         self.record(
             Kernel::DeltaNetGates,
@@ -551,7 +548,7 @@ impl Wgpu {
                 ),
             ));
         }
-        let out = self.zeros(n, n_v_head * v_dim)?;
+        let out = self.output(n, n_v_head * v_dim)?;
         let column_chunks = v_dim.div_ceil(WG);
         self.record(
             Kernel::DeltaRule,
