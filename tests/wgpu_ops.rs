@@ -29,6 +29,12 @@ fn gpu() -> Option<&'static Wgpu> {
     .as_ref()
 }
 
+/// The same adapter with the kernels that use no subgroup operations.
+fn plain_gpu() -> &'static Wgpu {
+    static PLAIN: OnceLock<Wgpu> = OnceLock::new();
+    PLAIN.get_or_init(|| Wgpu::without_subgroups().expect("the adapter opened once already"))
+}
+
 /// xorshift64*: reproducible inputs without a dependency.
 struct Rng(u64);
 
@@ -617,6 +623,17 @@ fn quantized_matmul_and_embed_against_quant_module() {
         let xt = gpu.upload(tokens, cols, &x).unwrap();
         let got = gpu.matmul(&xt, &weight).unwrap();
         assert_close(&format!("matmul {ty:?}"), &read_all(gpu, &got), &want);
+        let plain = plain_gpu();
+        let xt = plain.upload(tokens, cols, &x).unwrap();
+        let weight_plain = plain
+            .upload_weight_in_parts("q", ty, rows, cols, &bytes, 5)
+            .unwrap();
+        let got = plain.matmul(&xt, &weight_plain).unwrap();
+        assert_close(
+            &format!("matmul {ty:?} without subgroups"),
+            &read_all(plain, &got),
+            &want,
+        );
 
         let ids = [12u32, 0, 6];
         let mut want = vec![0f32; ids.len() * cols];

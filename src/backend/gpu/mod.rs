@@ -43,6 +43,16 @@ impl Wgpu {
     /// Opens the best adapter wgpu finds (`WGPU_BACKEND` and `WGPU_ADAPTER_NAME` narrow the
     /// choice), with every limit the adapter offers, and builds all pipelines.
     pub fn new() -> Result<Wgpu, GpuError> {
+        Wgpu::open(true)
+    }
+
+    /// [`Wgpu::new`] with the kernels that need no subgroup operations even where the adapter
+    /// has them (tests run both variants on one adapter).
+    pub fn without_subgroups() -> Result<Wgpu, GpuError> {
+        Wgpu::open(false)
+    }
+
+    fn open(subgroups: bool) -> Result<Wgpu, GpuError> {
         let mut instance_desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
         // Fail creating a resource rather than overcommitting device memory.
         instance_desc.memory_budget_thresholds.for_resource_creation = Some(95);
@@ -56,9 +66,11 @@ impl Wgpu {
         .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
         let info = adapter.get_info();
         // Only optional speed-ups: kernels and the profile fall back when one is missing.
-        let wanted = wgpu::Features::SUBGROUP
-            | wgpu::Features::TIMESTAMP_QUERY
-            | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+        let mut wanted =
+            wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+        if subgroups {
+            wanted |= wgpu::Features::SUBGROUP;
+        }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("qwen35"),
             required_features: adapter.features() & wanted,

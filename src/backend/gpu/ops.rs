@@ -1,6 +1,6 @@
 //! The ops: host-side shape checks, then one or a few recorded dispatches each.
 
-use super::kernels::Kernel;
+use super::kernels::{Kernel, GEMV_ROWS};
 use super::recorder::Binding;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::{AttentionShape, DeltaNetShape};
@@ -169,7 +169,12 @@ impl Wgpu {
             ));
         }
         let out = self.output(x.rows, w.rows)?;
-        let units = w.cols / w.format.unit_elems();
+        // The fast kernels take GEMV_ROWS rows per workgroup in spans; the others one row per
+        // workgroup in decoder units.
+        let (rows_per_workgroup, units) = match w.format.gemv_span() {
+            Some(span) => (GEMV_ROWS, w.cols / span),
+            None => (1, w.cols / w.format.unit_elems()),
+        };
         for part in &w.parts {
             self.record(
                 Kernel::Gemv(w.format),
@@ -184,7 +189,7 @@ impl Wgpu {
                     0,
                 ],
                 &[&part.buffer, &x.buffer, &out.buffer],
-                part.rows * x.rows,
+                part.rows.div_ceil(rows_per_workgroup) * x.rows,
                 (part.rows * w.row_bytes) as u64 + f32_bytes(&[x]),
             )?;
         }
