@@ -429,8 +429,6 @@ impl Wgpu {
                 ),
             ));
         }
-        self.copy(k, 0, k_cache, pos0 * kv_cols, k.len())?;
-        self.copy(v, 0, v_cache, pos0 * kv_cols, v.len())?;
         let out = self.output(q.rows, q.cols)?;
         let scale = 1.0 / (head_dim as f32).sqrt();
         self.record(
@@ -445,7 +443,14 @@ impl Wgpu {
                 scale.to_bits(),
                 0,
             ],
-            &[&q.buffer, &k_cache.buffer, &v_cache.buffer, &out.buffer],
+            &[
+                &q.buffer,
+                &k.buffer,
+                &v.buffer,
+                &k_cache.buffer,
+                &v_cache.buffer,
+                &out.buffer,
+            ],
             q.rows * n_head,
             f32_bytes(&[q]) + ((pos0 + q.rows) * kv_cols * 8) as u64,
         )?;
