@@ -11,6 +11,8 @@ const WG: usize = 64;
 const MAX_HEAD_DIM: usize = 256;
 /// Largest k_dim the delta-rule kernel holds (WGSL `MAX_K_DIM`).
 const MAX_K_DIM: usize = 256;
+/// State columns per workgroup of the delta-rule kernel (WGSL `COLS`).
+const DELTA_RULE_COLS: usize = 16;
 
 /// Bytes of f32 values in `tensors`, for the profile.
 fn f32_bytes(tensors: &[&GpuTensor]) -> u64 {
@@ -559,7 +561,7 @@ impl Wgpu {
             ));
         }
         let out = self.output(n, n_v_head * v_dim)?;
-        let column_chunks = v_dim.div_ceil(WG);
+        let column_chunks = v_dim.div_ceil(DELTA_RULE_COLS);
         self.record(
             Kernel::DeltaRule,
             &[
