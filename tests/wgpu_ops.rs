@@ -29,6 +29,12 @@ fn gpu() -> Option<&'static Wgpu> {
     .as_ref()
 }
 
+/// The same adapter with the kernels that use no subgroup operations.
+fn plain_gpu() -> &'static Wgpu {
+    static PLAIN: OnceLock<Wgpu> = OnceLock::new();
+    PLAIN.get_or_init(|| Wgpu::without_subgroups().expect("the adapter opened once already"))
+}
+
 /// xorshift64*: reproducible inputs without a dependency.
 struct Rng(u64);
 
@@ -617,6 +623,17 @@ fn quantized_matmul_and_embed_against_quant_module() {
         let xt = gpu.upload(tokens, cols, &x).unwrap();
         let got = gpu.matmul(&xt, &weight).unwrap();
         assert_close(&format!("matmul {ty:?}"), &read_all(gpu, &got), &want);
+        let plain = plain_gpu();
+        let xt = plain.upload(tokens, cols, &x).unwrap();
+        let weight_plain = plain
+            .upload_weight_in_parts("q", ty, rows, cols, &bytes, 5)
+            .unwrap();
+        let got = plain.matmul(&xt, &weight_plain).unwrap();
+        assert_close(
+            &format!("matmul {ty:?} without subgroups"),
+            &read_all(plain, &got),
+            &want,
+        );
 
         let ids = [12u32, 0, 6];
         let mut want = vec![0f32; ids.len() * cols];
@@ -654,4 +671,53 @@ fn tiny_models_match_the_cpu_backend() {
             assert_close(&format!("{name} after {tokens:?}"), &got, &want);
         }
     }
+}
+
+/// Every decode token records the same dispatches; the counters see them and the profile sorts
+/// them into op classes with the bytes they read (and GPU time where the adapter stamps passes).
+#[test]
+fn stats_count_decode_dispatches_and_profile_op_classes() {
+    use qwen35::gguf::GgufFile;
+    use qwen35::model::{Config, Engine, Session};
+    use std::sync::Arc;
+
+    if gpu().is_none() {
+        return;
+    }
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny-q4_k.gguf");
+    let file = Arc::new(GgufFile::open(path).unwrap());
+    let config = Config::from_gguf(&file).unwrap();
+    let n_layer = config.n_layers();
+    let mut session = Session::new(Wgpu::new().unwrap(), &file, config, 32).unwrap();
+    session.eval(&[1, 7, 42], false).unwrap();
+    session.take_stats();
+    session.eval(&[5], false).unwrap();
+    let first = session.take_stats();
+    session.set_profiling(true);
+    session.eval(&[9], false).unwrap();
+    let profiled = session.take_stats();
+    session.set_profiling(false);
+    let _ = writeln!(
+        std::io::stderr(),
+        "tiny-q4_k decode: {} dispatches, {} submits per token ({n_layer} layers)",
+        first.dispatches,
+        first.submits
+    );
+    assert!(first.dispatches >= n_layer as u64, "{first:?}");
+    assert!(first.submits >= 1, "{first:?}");
+    assert!(first.ops.is_empty(), "profile off, yet {:?}", first.ops);
+    assert_eq!(profiled.dispatches, first.dispatches);
+    let calls: u64 = profiled.ops.iter().map(|op| op.calls).sum();
+    assert_eq!(calls, profiled.dispatches, "{:?}", profiled.ops);
+    for class in ["matmul q4_K", "rms_norm", "delta_rule", "attention"] {
+        let op = profiled.ops.iter().find(|op| op.class == class);
+        assert!(
+            op.is_some_and(|op| op.calls > 0 && op.bytes_read > 0),
+            "{class} missing from {:?}",
+            profiled.ops
+        );
+    }
+    let seconds: f64 = profiled.ops.iter().map(|op| op.seconds).sum();
+    let _ = writeln!(std::io::stderr(), "profiled GPU time {seconds:.6} s");
+    assert!(seconds.is_finite() && seconds >= 0.0);
 }

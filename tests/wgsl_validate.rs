@@ -20,10 +20,18 @@ fn every_kernel_validates() {
                 continue;
             }
         };
-        let mut validator = naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::empty(),
-        );
+        let capabilities = if kernel.subgroups {
+            naga::valid::Capabilities::SUBGROUP
+        } else {
+            naga::valid::Capabilities::empty()
+        };
+        let mut validator =
+            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities);
+        if kernel.subgroups {
+            validator
+                .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
+                .subgroup_operations(naga::valid::SubgroupOperationSet::all());
+        }
         if let Err(e) = validator.validate(&module) {
             failures.push(format!(
                 "{}: {}",

@@ -1,5 +1,7 @@
 // Causal GQA softmax attention of one query row and head per workgroup over cache rows
-// 0..=pos0+t (the caches already hold this call's k and v). Keys are taken WG at a time with an
+// 0..=pos0+t. This call's k and v are read from their own tensors and written into cache rows
+// pos0.. by the workgroups of each kv head's first query head; no workgroup reads those cache
+// rows, so one dispatch both appends and attends. Keys are taken WG at a time with an
 // online softmax: each invocation scores one key of the tile, then owns up to MAX_DIMS/WG output
 // dimensions and accumulates the tile's weighted values into them.
 
@@ -16,9 +18,11 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k_cache: array<f32>;
-@group(0) @binding(3) var<storage, read> v_cache: array<f32>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> k_new: array<f32>;
+@group(0) @binding(3) var<storage, read> v_new: array<f32>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<f32>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<f32>;
+@group(0) @binding(6) var<storage, read_write> out: array<f32>;
 
 const MAX_DIMS: u32 = 256u;
 const DIMS_PER_INVOCATION: u32 = MAX_DIMS / WG;
@@ -27,6 +31,21 @@ const NEG_HUGE: f32 = -3.0e38;
 
 var<workgroup> q_head: array<f32, MAX_DIMS>;
 var<workgroup> weights: array<f32, WG>;
+
+// Column `col` of key row j: rows before pos0 from the cache, this call's from k_new.
+fn key_at(j: u32, col: u32) -> f32 {
+    if (j < p.pos0) {
+        return k_cache[j * p.kv_cols + col];
+    }
+    return k_new[(j - p.pos0) * p.kv_cols + col];
+}
+
+fn value_at(j: u32, col: u32) -> f32 {
+    if (j < p.pos0) {
+        return v_cache[j * p.kv_cols + col];
+    }
+    return v_new[(j - p.pos0) * p.kv_cols + col];
+}
 
 @compute @workgroup_size(WG)
 fn main(
@@ -40,8 +59,17 @@ fn main(
     if (t >= p.rows) {
         return;
     }
-    let kv_base = (h / (p.n_head / p.n_kv_head)) * p.head_dim;
+    let group = p.n_head / p.n_kv_head;
+    let kv_base = (h / group) * p.head_dim;
     let q_base = (t * p.n_head + h) * p.head_dim;
+    if (h % group == 0u) {
+        let src = t * p.kv_cols + kv_base;
+        let dst = (p.pos0 + t) * p.kv_cols + kv_base;
+        for (var d = lid; d < p.head_dim; d += WG) {
+            k_cache[dst + d] = k_new[src + d];
+            v_cache[dst + d] = v_new[src + d];
+        }
+    }
     for (var d = lid; d < p.head_dim; d += WG) {
         q_head[d] = q[q_base + d];
     }
@@ -56,9 +84,8 @@ fn main(
         var score = NEG_HUGE;
         if (j < seen) {
             var dot = 0.0;
-            let k_row = j * p.kv_cols + kv_base;
             for (var d = 0u; d < p.head_dim; d++) {
-                dot += q_head[d] * k_cache[k_row + d];
+                dot += q_head[d] * key_at(j, kv_base + d);
             }
             score = dot * p.scale;
         }
@@ -77,7 +104,7 @@ fn main(
             if (d < p.head_dim) {
                 var a = acc[slot] * correction;
                 for (var jj = 0u; jj < tile_len; jj++) {
-                    a += weights[jj] * v_cache[(tile + jj) * p.kv_cols + kv_base + d];
+                    a += weights[jj] * value_at(tile + jj, kv_base + d);
                 }
                 acc[slot] = a;
             }

@@ -13,19 +13,8 @@ fn u16_at(off: u32) -> u32 {
     return byte_at(off) | (byte_at(off + 1u) << 8u);
 }
 
-// IEEE half to f32 by bits, so that no f16 capability is needed. Scales are finite; an Inf or NaN
-// half maps to a huge finite value.
 fn f16_at(off: u32) -> f32 {
-    let h = u16_at(off);
-    let sign = (h & 0x8000u) << 16u;
-    let exponent = (h >> 10u) & 0x1fu;
-    let mantissa = h & 0x3ffu;
-    if (exponent == 0u) {
-        // Zero or subnormal: mantissa · 2⁻²⁴.
-        let magnitude = f32(mantissa) * 5.9604645e-8;
-        return bitcast<f32>(sign | bitcast<u32>(magnitude));
-    }
-    return bitcast<f32>(sign | ((exponent + 112u) << 23u) | (mantissa << 13u));
+    return half_to_f32(u16_at(off));
 }
 
 fn u32_at(off: u32) -> u32 {

@@ -1,8 +1,11 @@
-// The gated delta rule token by token. One workgroup per (value head, chunk of WG state columns):
-// the columns of S (one per value dimension j) evolve independently, so each invocation owns a
-// column and needs no reduction:
+// The gated delta rule token by token. The columns of S (one per value dimension j) evolve
+// independently:
 //   S ← S·exp(g);  δ = β(v − Sᵀk);  S ← S + k δᵀ;  o = Sᵀq.
-// S is the f32 state row of the head (k_dim × v_dim, key index major), read and written in place.
+// S is the f32 state row of the head (k_dim × v_dim, key index major), updated in place. One
+// workgroup per (value head, COLS columns): each of its SLICES × COLS invocations keeps up to
+// KEYS_PER_SLICE key rows of one column in registers for the whole call, so the state is read
+// once and written once however many rows the call has; the two sums over keys (Sᵀk, Sᵀq) add the
+// slices' parts through workgroup memory.
 
 struct Params {
     n_k_head: u32,
@@ -25,11 +28,24 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> out: array<f32>;
 
 const MAX_K_DIM: u32 = 256u;
+const COLS: u32 = 16u;
+const SLICES: u32 = 16u;
+const KEYS_PER_SLICE: u32 = MAX_K_DIM / SLICES;
 
 var<workgroup> q_t: array<f32, MAX_K_DIM>;
 var<workgroup> k_t: array<f32, MAX_K_DIM>;
+var<workgroup> parts: array<f32, COLS * SLICES>;
 
-@compute @workgroup_size(WG)
+// The sum of the slices' parts of column `col`.
+fn column_sum(col: u32) -> f32 {
+    var total = 0.0;
+    for (var slice = 0u; slice < SLICES; slice++) {
+        total += parts[slice * COLS + col];
+    }
+    return total;
+}
+
+@compute @workgroup_size(256)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
@@ -40,36 +56,63 @@ fn main(
     if (h >= p.n_v_head) {
         return;
     }
-    let j = (id % p.column_chunks) * WG + lid;
+    let col = lid % COLS;
+    let slice = lid / COLS;
+    let j = (id % p.column_chunks) * COLS + col;
+    let live = j < p.v_dim;
+    let keys = (p.k_dim + SLICES - 1u) / SLICES;
+    let first_key = slice * keys;
     let qk_base = (h % p.n_k_head) * p.k_dim;
     let qk_cols = p.n_k_head * p.k_dim;
     let v_cols = p.n_v_head * p.v_dim;
     let s_base = h * p.k_dim * p.v_dim + j;
+    var s: array<f32, KEYS_PER_SLICE>;
+    for (var e = 0u; e < KEYS_PER_SLICE; e++) {
+        if (live && e < keys && first_key + e < p.k_dim) {
+            s[e] = state[s_base + (first_key + e) * p.v_dim];
+        }
+    }
     for (var t = 0u; t < p.rows; t++) {
-        for (var i = lid; i < p.k_dim; i += WG) {
+        for (var i = lid; i < p.k_dim; i += COLS * SLICES) {
             q_t[i] = q[t * qk_cols + qk_base + i];
             k_t[i] = k[t * qk_cols + qk_base + i];
         }
         workgroupBarrier();
-        if (j < p.v_dim) {
-            let decay = exp(g[t * p.n_v_head + h]);
-            var recalled = 0.0;
-            for (var i = 0u; i < p.k_dim; i++) {
-                let s = state[s_base + i * p.v_dim] * decay;
-                state[s_base + i * p.v_dim] = s;
-                recalled += s * k_t[i];
+        let decay = exp(g[t * p.n_v_head + h]);
+        var recalled = 0.0;
+        for (var e = 0u; e < KEYS_PER_SLICE; e++) {
+            if (e < keys && first_key + e < p.k_dim) {
+                s[e] *= decay;
+                recalled += s[e] * k_t[first_key + e];
             }
-            let o_at = t * v_cols + h * p.v_dim + j;
-            let delta = beta[t * p.n_v_head + h] * (v[o_at] - recalled);
-            var o = 0.0;
-            for (var i = 0u; i < p.k_dim; i++) {
-                let s = state[s_base + i * p.v_dim] + k_t[i] * delta;
-                state[s_base + i * p.v_dim] = s;
-                o += s * q_t[i];
-            }
-            out[o_at] = o;
         }
-        // q_t and k_t are rewritten for the next row.
+        parts[lid] = recalled;
         workgroupBarrier();
+        let o_at = t * v_cols + h * p.v_dim + j;
+        var delta = 0.0;
+        if (live) {
+            delta = beta[t * p.n_v_head + h] * (v[o_at] - column_sum(col));
+        }
+        // Everyone has read the parts before they are overwritten.
+        workgroupBarrier();
+        var o = 0.0;
+        for (var e = 0u; e < KEYS_PER_SLICE; e++) {
+            if (e < keys && first_key + e < p.k_dim) {
+                s[e] += k_t[first_key + e] * delta;
+                o += s[e] * q_t[first_key + e];
+            }
+        }
+        parts[lid] = o;
+        workgroupBarrier();
+        if (live && slice == 0u) {
+            out[o_at] = column_sum(col);
+        }
+        // q_t, k_t and the parts are rewritten for the next row.
+        workgroupBarrier();
+    }
+    for (var e = 0u; e < KEYS_PER_SLICE; e++) {
+        if (live && e < keys && first_key + e < p.k_dim) {
+            state[s_base + (first_key + e) * p.v_dim] = s[e];
+        }
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
-use crate::backend::{AttentionShape, Backend, BackendError, DeltaNetShape};
+use crate::backend::{AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape};
 use crate::gguf::{GgufFile, TensorInfo};
 
 impl GpuError {
@@ -206,5 +206,19 @@ impl Backend for Wgpu {
         eps: f32,
     ) -> Result<GpuTensor, BackendError> {
         Wgpu::gated_rms_norm(self, x, z, w, eps).map_err(|e| e.into_backend("gated_rms_norm"))
+    }
+
+    fn set_profiling(&self, on: bool) {
+        if let Err(e) = self.recorder.set_profiling(on) {
+            self.poison(e);
+        }
+    }
+
+    /// A failure to read the profile poisons the backend and yields no counters.
+    fn take_stats(&self) -> BackendStats {
+        self.recorder.take_stats().unwrap_or_else(|e| {
+            self.poison(e);
+            BackendStats::default()
+        })
     }
 }

@@ -33,7 +33,12 @@ macro_rules! wgsl {
 
 const GRID: WgslFile = wgsl!("grid");
 const REDUCE: WgslFile = wgsl!("workgroup_reduce");
+const HALF: WgslFile = wgsl!("half");
 const BYTES: WgslFile = wgsl!("bytes");
+const WORDS: WgslFile = wgsl!("words");
+
+/// Weight rows per workgroup of the fast GEMV kernels (WGSL `ROWS` of reduce_rows_*.wgsl).
+pub const GEMV_ROWS: usize = 4;
 const KQUANT_SCALES: WgslFile = wgsl!("kquant_scales");
 
 /// A weight storage format with a GPU decoder: the file's blocks, bound as they are.
@@ -104,15 +109,34 @@ impl WeightFormat {
     /// The decoder and the preludes it needs, in order.
     fn decoder(self) -> Vec<WgslFile> {
         match self {
-            WeightFormat::F32 => vec![BYTES, wgsl!("dequant_f32")],
-            WeightFormat::F16 => vec![BYTES, wgsl!("dequant_f16")],
-            WeightFormat::BF16 => vec![BYTES, wgsl!("dequant_bf16")],
-            WeightFormat::Q8_0 => vec![BYTES, wgsl!("dequant_q8_0")],
-            WeightFormat::Q4_0 => vec![BYTES, wgsl!("dequant_q4_0")],
-            WeightFormat::Q5_0 => vec![BYTES, wgsl!("dequant_q5_0")],
-            WeightFormat::Q4_K => vec![BYTES, KQUANT_SCALES, wgsl!("dequant_q4_k")],
-            WeightFormat::Q5_K => vec![BYTES, KQUANT_SCALES, wgsl!("dequant_q5_k")],
-            WeightFormat::Q6_K => vec![BYTES, wgsl!("dequant_q6_k")],
+            WeightFormat::F32 => vec![HALF, BYTES, wgsl!("dequant_f32")],
+            WeightFormat::F16 => vec![HALF, BYTES, wgsl!("dequant_f16")],
+            WeightFormat::BF16 => vec![HALF, BYTES, wgsl!("dequant_bf16")],
+            WeightFormat::Q8_0 => vec![HALF, BYTES, wgsl!("dequant_q8_0")],
+            WeightFormat::Q4_0 => vec![HALF, BYTES, wgsl!("dequant_q4_0")],
+            WeightFormat::Q5_0 => vec![HALF, BYTES, wgsl!("dequant_q5_0")],
+            WeightFormat::Q4_K => vec![HALF, BYTES, KQUANT_SCALES, wgsl!("dequant_q4_k")],
+            WeightFormat::Q5_K => vec![HALF, BYTES, KQUANT_SCALES, wgsl!("dequant_q5_k")],
+            WeightFormat::Q6_K => vec![HALF, BYTES, wgsl!("dequant_q6_k")],
+        }
+    }
+
+    /// Columns per span of this format's fast GEMV (WGSL `SPAN`), if it has one; it then takes
+    /// `cols / span` spans per row.
+    pub fn gemv_span(self) -> Option<usize> {
+        match self {
+            WeightFormat::Q8_0 | WeightFormat::Q4_K | WeightFormat::Q6_K => Some(32),
+            _ => None,
+        }
+    }
+
+    /// The span reader of the fast GEMV and the preludes it needs, in order.
+    fn gemv_spans(self) -> Vec<WgslFile> {
+        match self {
+            WeightFormat::Q8_0 => vec![HALF, WORDS, wgsl!("gemv_q8_0")],
+            WeightFormat::Q4_K => vec![HALF, wgsl!("gemv_q4_k")],
+            WeightFormat::Q6_K => vec![HALF, WORDS, wgsl!("gemv_q6_k")],
+            _ => Vec::new(),
         }
     }
 }
@@ -165,10 +189,40 @@ impl Kernel {
         }
     }
 
-    /// The files whose concatenation is this kernel, preludes first.
-    pub fn files(self) -> Vec<WgslFile> {
+    /// The op class the profile counts this kernel in, e.g. "matmul q4_K".
+    pub fn class(self) -> String {
+        match self {
+            Kernel::Gemv(f) => format!("matmul {}", f.ggml_type().name()),
+            Kernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
+            Kernel::Add => "add".into(),
+            Kernel::Swiglu => "swiglu".into(),
+            Kernel::SigmoidMul => "sigmoid_mul".into(),
+            Kernel::SliceCols => "slice_cols".into(),
+            Kernel::CopyRows => "copy_rows".into(),
+            Kernel::RmsNorm => "rms_norm".into(),
+            Kernel::L2Norm => "l2_norm".into(),
+            Kernel::Rope => "rope".into(),
+            Kernel::Attention => "attention".into(),
+            Kernel::Conv1dSilu => "conv1d_silu".into(),
+            Kernel::DeltaNetGates => "delta_net_gates".into(),
+            Kernel::DeltaRule => "delta_rule".into(),
+        }
+    }
+
+    /// The files whose concatenation is this kernel, preludes first; `subgroups` where the
+    /// device has subgroup operations.
+    pub fn files(self, subgroups: bool) -> Vec<WgslFile> {
         let mut files = vec![GRID];
         match self {
+            Kernel::Gemv(format) if format.gemv_span().is_some() => {
+                files.push(if subgroups {
+                    wgsl!("reduce_rows_subgroup")
+                } else {
+                    wgsl!("reduce_rows_shared")
+                });
+                files.extend(format.gemv_spans());
+                files.push(wgsl!("gemv_rows"));
+            }
             Kernel::Gemv(format) => {
                 files.push(REDUCE);
                 files.extend(format.decoder());
@@ -194,8 +248,8 @@ impl Kernel {
         files
     }
 
-    pub fn source(self) -> String {
-        self.files()
+    pub fn source(self, subgroups: bool) -> String {
+        self.files(subgroups)
             .iter()
             .map(|f| format!("// ---- {} ----\n{}\n", f.name, f.source))
             .collect()
@@ -208,18 +262,32 @@ pub struct KernelSource {
     pub name: String,
     pub files: Vec<&'static str>,
     pub source: String,
+    /// Whether it uses subgroup operations (built only where the device has them).
+    pub subgroups: bool,
 }
 
-/// Every kernel's composed source.
+/// Every kernel's composed source, in each variant (with and without subgroup operations).
 pub fn kernel_sources() -> Vec<KernelSource> {
-    Kernel::all()
-        .into_iter()
-        .map(|k| KernelSource {
-            name: k.name(),
-            files: k.files().iter().map(|f| f.name).collect(),
-            source: k.source(),
-        })
-        .collect()
+    let mut sources = Vec::new();
+    for kernel in Kernel::all() {
+        let plain: Vec<_> = kernel.files(false).iter().map(|f| f.name).collect();
+        let with_subgroups: Vec<_> = kernel.files(true).iter().map(|f| f.name).collect();
+        if with_subgroups != plain {
+            sources.push(KernelSource {
+                name: format!("{}+subgroups", kernel.name()),
+                files: with_subgroups,
+                source: kernel.source(true),
+                subgroups: true,
+            });
+        }
+        sources.push(KernelSource {
+            name: kernel.name(),
+            files: plain,
+            source: kernel.source(false),
+            subgroups: false,
+        });
+    }
+    sources
 }
 
 /// The compute pipelines of every kernel.
@@ -229,13 +297,14 @@ pub struct Pipelines {
 
 impl Pipelines {
     pub fn build(device: &wgpu::Device) -> Result<Pipelines, GpuError> {
+        let subgroups = device.features().contains(wgpu::Features::SUBGROUP);
         let mut by_kernel = HashMap::new();
         for kernel in Kernel::all() {
             let name = kernel.name();
             let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
             let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
                 label: Some(&name),
-                source: wgpu::ShaderSource::Wgsl(kernel.source().into()),
+                source: wgpu::ShaderSource::Wgsl(kernel.source(subgroups).into()),
             });
             let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(&name),

@@ -1,12 +1,47 @@
 //! Device memory: f32 activation tensors and weights kept in their file format.
+//!
+//! Activation buffers are recycled: a dropped tensor's buffer goes back to a pool by size class
+//! and the next op output of that class takes it. A forward then records the same buffers every
+//! token, so its bind groups come from the recorder's cache instead of being built per dispatch.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use wgpu::util::DeviceExt;
 
 use super::kernels::WeightFormat;
 use super::{GpuError, Wgpu};
 use crate::quant::{row_bytes, GgmlType};
+
+/// Free buffers by size class. Classes are a power of two split in eighths (at least 256 bytes),
+/// so that prefills of nearby lengths share buffers while wasting at most a quarter.
+#[derive(Debug, Default)]
+pub(super) struct BufferPool {
+    free: Mutex<HashMap<u64, Vec<wgpu::Buffer>>>,
+}
+
+impl BufferPool {
+    fn size_class(bytes: u64) -> u64 {
+        let bytes = bytes.max(256);
+        let step = (bytes.next_power_of_two() / 8).max(256);
+        bytes.div_ceil(step) * step
+    }
+
+    fn take(&self, class: u64) -> Option<wgpu::Buffer> {
+        self.free.lock().ok()?.get_mut(&class)?.pop()
+    }
+
+    /// Keeps `buffer` for reuse when it has a class size (uploads of exact sizes are dropped).
+    fn give_back(&self, buffer: wgpu::Buffer) {
+        let size = buffer.size();
+        if size == Self::size_class(size) {
+            if let Ok(mut free) = self.free.lock() {
+                free.entry(size).or_default().push(buffer);
+            }
+        }
+    }
+}
 
 /// A row-major f32 matrix in one storage buffer. Not `Clone`: two handles on one buffer could
 /// be bound as both input and in-place output of one dispatch.
@@ -15,6 +50,18 @@ pub struct GpuTensor {
     pub(super) rows: usize,
     pub(super) cols: usize,
     pub(super) buffer: wgpu::Buffer,
+    /// Where the buffer goes when the tensor is dropped.
+    pool: Option<Arc<BufferPool>>,
+}
+
+impl Drop for GpuTensor {
+    /// Work recorded on the buffer stays ordered before any later use: the recorder's single
+    /// queue and wgpu's barriers between dependent dispatches see to that.
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            pool.give_back(self.buffer.clone());
+        }
+    }
 }
 
 impl GpuTensor {
@@ -112,19 +159,47 @@ impl Wgpu {
                 contents,
                 usage: TENSOR_USAGE,
             });
-        Ok(GpuTensor { rows, cols, buffer })
+        Ok(GpuTensor {
+            rows,
+            cols,
+            buffer,
+            pool: None,
+        })
     }
 
-    /// A zero matrix (wgpu clears new buffers).
+    /// A zero matrix in a new buffer (wgpu clears new buffers).
     pub fn zeros(&self, rows: usize, cols: usize) -> Result<GpuTensor, GpuError> {
         let bytes = self.tensor_bytes("zeros", rows, cols)?;
-        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+        Ok(self.pooled_tensor(rows, cols, self.new_buffer(BufferPool::size_class(bytes))))
+    }
+
+    /// A matrix of unspecified values for an op to overwrite entirely: a recycled buffer when
+    /// one of its size class is free.
+    pub(super) fn output(&self, rows: usize, cols: usize) -> Result<GpuTensor, GpuError> {
+        let class = BufferPool::size_class(self.tensor_bytes("output", rows, cols)?);
+        let buffer = self
+            .buffer_pool
+            .take(class)
+            .unwrap_or_else(|| self.new_buffer(class));
+        Ok(self.pooled_tensor(rows, cols, buffer))
+    }
+
+    fn new_buffer(&self, size: u64) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("tensor"),
-            size: padded_size(bytes),
+            size,
             usage: TENSOR_USAGE,
             mapped_at_creation: false,
-        });
-        Ok(GpuTensor { rows, cols, buffer })
+        })
+    }
+
+    fn pooled_tensor(&self, rows: usize, cols: usize, buffer: wgpu::Buffer) -> GpuTensor {
+        GpuTensor {
+            rows,
+            cols,
+            buffer,
+            pool: Some(Arc::clone(&self.buffer_pool)),
+        }
     }
 
     /// A tensor of the given dims over a one-word buffer, standing in for one that could not
@@ -136,7 +211,12 @@ impl Wgpu {
             usage: TENSOR_USAGE,
             mapped_at_creation: false,
         });
-        GpuTensor { rows, cols, buffer }
+        GpuTensor {
+            rows,
+            cols,
+            buffer,
+            pool: None,
+        }
     }
 
     /// Waits for the recorded work and copies rows `start..start+count` (clamped) to the host.

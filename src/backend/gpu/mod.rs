@@ -9,6 +9,7 @@ mod error;
 mod kernels;
 mod memory;
 mod ops;
+mod profiler;
 mod recorder;
 
 use std::sync::{Arc, Mutex};
@@ -32,6 +33,8 @@ pub struct Wgpu {
     resident_weight_bytes: std::sync::atomic::AtomicU64,
     /// The first error wgpu reported outside an error scope; every later op fails with it.
     device_error: Arc<Mutex<Option<String>>>,
+    /// Freed activation buffers, reused by later op outputs.
+    buffer_pool: Arc<memory::BufferPool>,
     /// RoPE inverse-frequency tables by (rotated dims, f32 bits of the base).
     rope_tables: Mutex<std::collections::HashMap<(usize, u32), wgpu::Buffer>>,
 }
@@ -40,6 +43,16 @@ impl Wgpu {
     /// Opens the best adapter wgpu finds (`WGPU_BACKEND` and `WGPU_ADAPTER_NAME` narrow the
     /// choice), with every limit the adapter offers, and builds all pipelines.
     pub fn new() -> Result<Wgpu, GpuError> {
+        Wgpu::open(true)
+    }
+
+    /// [`Wgpu::new`] with the kernels that need no subgroup operations even where the adapter
+    /// has them (tests run both variants on one adapter).
+    pub fn without_subgroups() -> Result<Wgpu, GpuError> {
+        Wgpu::open(false)
+    }
+
+    fn open(subgroups: bool) -> Result<Wgpu, GpuError> {
         let mut instance_desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
         // Fail creating a resource rather than overcommitting device memory.
         instance_desc.memory_budget_thresholds.for_resource_creation = Some(95);
@@ -52,9 +65,15 @@ impl Wgpu {
         }))
         .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
         let info = adapter.get_info();
+        // Only optional speed-ups: kernels and the profile fall back when one is missing.
+        let mut wanted =
+            wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+        if subgroups {
+            wanted |= wgpu::Features::SUBGROUP;
+        }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("qwen35"),
-            required_features: wgpu::Features::empty(),
+            required_features: adapter.features() & wanted,
             required_limits: adapter.limits(),
             experimental_features: wgpu::ExperimentalFeatures::disabled(),
             memory_hints: wgpu::MemoryHints::Performance,
@@ -91,6 +110,7 @@ impl Wgpu {
             binding_limit,
             resident_weight_bytes: 0.into(),
             device_error,
+            buffer_pool: Default::default(),
             rope_tables: Mutex::new(Default::default()),
         })
     }

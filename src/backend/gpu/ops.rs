@@ -1,6 +1,6 @@
 //! The ops: host-side shape checks, then one or a few recorded dispatches each.
 
-use super::kernels::Kernel;
+use super::kernels::{Kernel, GEMV_ROWS};
 use super::recorder::Binding;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::{AttentionShape, DeltaNetShape};
@@ -11,6 +11,13 @@ const WG: usize = 64;
 const MAX_HEAD_DIM: usize = 256;
 /// Largest k_dim the delta-rule kernel holds (WGSL `MAX_K_DIM`).
 const MAX_K_DIM: usize = 256;
+/// State columns per workgroup of the delta-rule kernel (WGSL `COLS`).
+const DELTA_RULE_COLS: usize = 16;
+
+/// Bytes of f32 values in `tensors`, for the profile.
+fn f32_bytes(tensors: &[&GpuTensor]) -> u64 {
+    tensors.iter().map(|t| t.len() as u64 * 4).sum()
+}
 
 fn shape_error(op: &'static str, detail: String) -> GpuError {
     GpuError::Shape { op, detail }
@@ -54,16 +61,24 @@ fn one_row(op: &'static str, w: &GpuTensor) -> Result<(), GpuError> {
 }
 
 impl Wgpu {
+    /// Records one dispatch; `bytes_read` (weights and activations) is for the profile.
     fn record(
         &self,
         kernel: Kernel,
         params: &[u32],
         buffers: &[Binding<'_>],
         workgroups: usize,
+        bytes_read: u64,
     ) -> Result<(), GpuError> {
         self.check_device()?;
-        self.recorder
-            .dispatch(&self.pipelines, kernel, params, buffers, workgroups)
+        self.recorder.dispatch(
+            &self.pipelines,
+            kernel,
+            params,
+            buffers,
+            workgroups,
+            bytes_read,
+        )
     }
 
     /// One invocation per element of `out`, the result of a binary elementwise kernel.
@@ -75,13 +90,14 @@ impl Wgpu {
         b: &GpuTensor,
     ) -> Result<GpuTensor, GpuError> {
         same_dims(op, a, b)?;
-        let out = self.zeros(a.rows, a.cols)?;
+        let out = self.output(a.rows, a.cols)?;
         let n = a.len();
         self.record(
             kernel,
             &[n as u32],
             &[&a.buffer, &b.buffer, &out.buffer],
             n.div_ceil(WG),
+            f32_bytes(&[a, b]),
         )?;
         Ok(out)
     }
@@ -100,6 +116,7 @@ impl Wgpu {
             &[n as u32, src_offset as u32, dst_offset as u32, 0],
             &[&src.buffer, &dst.buffer],
             n.div_ceil(WG),
+            n as u64 * 4,
         )
     }
 
@@ -111,8 +128,8 @@ impl Wgpu {
                 vocab: table.rows,
             });
         }
-        let out = self.zeros(tokens.len(), table.cols)?;
-        let ids = self.upload_u32(tokens);
+        let out = self.output(tokens.len(), table.cols)?;
+        let ids = self.upload_u32(tokens)?;
         let units = table.cols / table.format.unit_elems();
         for part in &table.parts {
             self.record(
@@ -125,26 +142,24 @@ impl Wgpu {
                     part.rows as u32,
                     units as u32,
                 ],
-                &[&part.buffer, &ids, &out.buffer],
+                &[&part.buffer, &ids.buffer, &out.buffer],
                 tokens.len(),
+                (tokens.len() * table.row_bytes) as u64 + tokens.len() as u64 * 4,
             )?;
         }
         Ok(out)
     }
 
-    fn upload_u32(&self, values: &[u32]) -> wgpu::Buffer {
-        use wgpu::util::DeviceExt;
-        let contents: &[u8] = if values.is_empty() {
-            &[0; 4]
-        } else {
-            bytemuck::cast_slice(values)
-        };
-        self.device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("token ids"),
-                contents,
-                usage: wgpu::BufferUsages::STORAGE,
-            })
+    /// `values` in a recycled buffer, written after the work recorded so far.
+    fn upload_u32(&self, values: &[u32]) -> Result<GpuTensor, GpuError> {
+        let ids = self.output(1, values.len())?;
+        if !values.is_empty() {
+            self.recorder.flush()?;
+            self.recorder
+                .queue()
+                .write_buffer(&ids.buffer, 0, bytemuck::cast_slice(values));
+        }
+        Ok(ids)
     }
 
     /// `y = x · Wᵀ` for every row of x: one GEMV dispatch per weight part.
@@ -155,8 +170,13 @@ impl Wgpu {
                 format!("{} columns against {} of {}", x.cols, w.cols, w.name),
             ));
         }
-        let out = self.zeros(x.rows, w.rows)?;
-        let units = w.cols / w.format.unit_elems();
+        let out = self.output(x.rows, w.rows)?;
+        // The fast kernels take GEMV_ROWS rows per workgroup in spans; the others one row per
+        // workgroup in decoder units.
+        let (rows_per_workgroup, units) = match w.format.gemv_span() {
+            Some(span) => (GEMV_ROWS, w.cols / span),
+            None => (1, w.cols / w.format.unit_elems()),
+        };
         for part in &w.parts {
             self.record(
                 Kernel::Gemv(w.format),
@@ -171,7 +191,8 @@ impl Wgpu {
                     0,
                 ],
                 &[&part.buffer, &x.buffer, &out.buffer],
-                part.rows * x.rows,
+                part.rows.div_ceil(rows_per_workgroup) * x.rows,
+                (part.rows * w.row_bytes) as u64 + f32_bytes(&[x]),
             )?;
         }
         Ok(out)
@@ -185,7 +206,7 @@ impl Wgpu {
                 format!("rows {start}..+{count} of {}", x.rows),
             ));
         }
-        let out = self.zeros(count, x.cols)?;
+        let out = self.output(count, x.cols)?;
         self.copy(x, start * x.cols, &out, 0, count * x.cols)?;
         Ok(out)
     }
@@ -206,13 +227,14 @@ impl Wgpu {
                 format!("columns {offset}..+{width} of groups of {group}"),
             ));
         }
-        let out = self.zeros(x.rows, x.cols / group * width)?;
+        let out = self.output(x.rows, x.cols / group * width)?;
         let n = out.len();
         self.record(
             Kernel::SliceCols,
             &[n as u32, group as u32, offset as u32, width as u32],
             &[&x.buffer, &out.buffer],
             n.div_ceil(WG),
+            n as u64 * 4,
         )?;
         Ok(out)
     }
@@ -231,7 +253,7 @@ impl Wgpu {
         if let Some(z) = z {
             same_dims(op, x, z)?;
         }
-        let out = self.zeros(x.rows, x.cols)?;
+        let out = self.output(x.rows, x.cols)?;
         let groups = x.len() / w.cols;
         self.record(
             Kernel::RmsNorm,
@@ -243,6 +265,7 @@ impl Wgpu {
             ],
             &[&x.buffer, &w.buffer, &z.unwrap_or(x).buffer, &out.buffer],
             groups,
+            f32_bytes(&[x, w]) + z.map_or(0, |z| f32_bytes(&[z])),
         )?;
         Ok(out)
     }
@@ -272,13 +295,14 @@ impl Wgpu {
         eps: f32,
     ) -> Result<GpuTensor, GpuError> {
         whole_groups("l2_norm", x, group)?;
-        let out = self.zeros(x.rows, x.cols)?;
+        let out = self.output(x.rows, x.cols)?;
         let groups = x.len() / group;
         self.record(
             Kernel::L2Norm,
             &[group as u32, groups as u32, scale.to_bits(), eps.to_bits()],
             &[&x.buffer, &out.buffer],
             groups,
+            f32_bytes(&[x]),
         )?;
         Ok(out)
     }
@@ -292,6 +316,7 @@ impl Wgpu {
             &[n as u32],
             &[&x.buffer, &y.buffer],
             n.div_ceil(WG),
+            f32_bytes(&[x, y]),
         )
     }
 
@@ -319,7 +344,7 @@ impl Wgpu {
         let inv_freq: Vec<f32> = (0..rot_dims / 2)
             .map(|i| 1.0 / freq_base.powf((2 * i) as f32 / rot_dims as f32))
             .collect();
-        let table = self.upload(1, inv_freq.len(), &inv_freq)?.buffer;
+        let table = self.upload(1, inv_freq.len(), &inv_freq)?.buffer.clone();
         tables.insert(key, table.clone());
         Ok(table)
     }
@@ -342,7 +367,7 @@ impl Wgpu {
             ));
         }
         let last_pos = word(op, "position", pos0.saturating_add(x.rows))?;
-        let out = self.zeros(x.rows, x.cols)?;
+        let out = self.output(x.rows, x.cols)?;
         if rot_dims == 0 {
             self.copy(x, 0, &out, 0, x.len())?;
             return Ok(out);
@@ -363,6 +388,7 @@ impl Wgpu {
             ],
             &[&x.buffer, &table, &out.buffer],
             n.div_ceil(WG),
+            f32_bytes(&[x]),
         )?;
         Ok(out)
     }
@@ -405,9 +431,7 @@ impl Wgpu {
                 ),
             ));
         }
-        self.copy(k, 0, k_cache, pos0 * kv_cols, k.len())?;
-        self.copy(v, 0, v_cache, pos0 * kv_cols, v.len())?;
-        let out = self.zeros(q.rows, q.cols)?;
+        let out = self.output(q.rows, q.cols)?;
         let scale = 1.0 / (head_dim as f32).sqrt();
         self.record(
             Kernel::Attention,
@@ -421,8 +445,16 @@ impl Wgpu {
                 scale.to_bits(),
                 0,
             ],
-            &[&q.buffer, &k_cache.buffer, &v_cache.buffer, &out.buffer],
+            &[
+                &q.buffer,
+                &k.buffer,
+                &v.buffer,
+                &k_cache.buffer,
+                &v_cache.buffer,
+                &out.buffer,
+            ],
             q.rows * n_head,
+            f32_bytes(&[q]) + ((pos0 + q.rows) * kv_cols * 8) as u64,
         )?;
         Ok(out)
     }
@@ -445,12 +477,13 @@ impl Wgpu {
                 ),
             ));
         }
-        let out = self.zeros(x.rows, channels)?;
+        let out = self.output(x.rows, channels)?;
         self.record(
             Kernel::Conv1dSilu,
             &[channels as u32, taps as u32, x.rows as u32, 0],
             &[&x.buffer, &w.buffer, &state.buffer, &out.buffer],
             channels.div_ceil(WG),
+            f32_bytes(&[x, w, state]),
         )?;
         Ok(out)
     }
@@ -468,8 +501,8 @@ impl Wgpu {
         one_row(op, ssm_a)?;
         same_dims(op, ssm_a, dt_bias)?;
         whole_groups(op, alpha, ssm_a.cols)?;
-        let g = self.zeros(alpha.rows, alpha.cols)?;
-        let beta_out = self.zeros(beta.rows, beta.cols)?;
+        let g = self.output(alpha.rows, alpha.cols)?;
+        let beta_out = self.output(beta.rows, beta.cols)?;
         let n = alpha.len();
         self.record(
             Kernel::DeltaNetGates,
@@ -483,6 +516,7 @@ impl Wgpu {
                 &beta_out.buffer,
             ],
             n.div_ceil(WG),
+            f32_bytes(&[alpha, beta, ssm_a, dt_bias]),
         )?;
         Ok((g, beta_out))
     }
@@ -526,8 +560,8 @@ impl Wgpu {
                 ),
             ));
         }
-        let out = self.zeros(n, n_v_head * v_dim)?;
-        let column_chunks = v_dim.div_ceil(WG);
+        let out = self.output(n, n_v_head * v_dim)?;
+        let column_chunks = v_dim.div_ceil(DELTA_RULE_COLS);
         self.record(
             Kernel::DeltaRule,
             &[
@@ -550,6 +584,7 @@ impl Wgpu {
                 &out.buffer,
             ],
             n_v_head * column_chunks,
+            f32_bytes(&[q, k, v, g, beta, state]),
         )?;
         Ok(out)
     }

@@ -1,20 +1,36 @@
-//! Records dispatches into one open compute pass; only a readback (or a host write, which must
-//! land after the work recorded before it) ends the pass and submits.
+//! Records dispatches into an open compute pass. A readback (or a host write, which must land
+//! after the work recorded before it) ends the pass and submits; so does every
+//! [`DISPATCHES_PER_SUBMIT`]-th dispatch, so that the GPU runs the start of a forward while the
+//! CPU still records the rest.
 //!
 //! Kernel parameters (sizes, offsets, eps) are tiny uniform structs. Each dispatch takes the next
 //! slot of a host-side staging area; the slots are written to their uniform buffers once, right
-//! before the submit that uses them, so a whole forward costs one queue write and one submit.
+//! before the submit that uses them. A forward records the same sequence of (kernel, parameter
+//! slot, buffers) every token — the buffer pool hands out the same buffers in the same order — so
+//! bind groups are cached by that key and built only on the first token.
 
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use std::sync::mpsc;
 use std::sync::Mutex;
 
 use super::kernels::{Kernel, Pipelines};
+use super::profiler::{Profiler, MAX_STAMPED_DISPATCHES};
 use super::GpuError;
+use crate::backend::BackendStats;
 
 /// The most u32 words a kernel's parameter struct has.
 const MAX_PARAM_WORDS: usize = 8;
 /// Parameter slots per uniform buffer.
 const SLOTS_PER_CHUNK: usize = 256;
+/// Dispatches per submit: large enough that the ~20 µs a submit costs is small against the
+/// dispatches' own ~3 µs each, small enough that the GPU starts early in a forward.
+const DISPATCHES_PER_SUBMIT: usize = 256;
+/// Cached bind groups kept before the cache is emptied (prefills of many lengths would
+/// otherwise keep every buffer they ever bound alive).
+const MAX_CACHED_BIND_GROUPS: usize = 16_384;
+
+const _: () = assert!(DISPATCHES_PER_SUBMIT <= MAX_STAMPED_DISPATCHES);
 
 struct OpenPass {
     // Declared first so that it is dropped before the encoder it records into.
@@ -42,8 +58,8 @@ impl ParamArena {
         }
     }
 
-    /// Stages `words` in a fresh slot; returns its buffer and offset.
-    fn push(&mut self, device: &wgpu::Device, words: &[u32]) -> (wgpu::Buffer, u64) {
+    /// Stages `words` in a fresh slot; returns its buffer's index and the offset in it.
+    fn push(&mut self, device: &wgpu::Device, words: &[u32]) -> (usize, u64) {
         let chunk = self.used / SLOTS_PER_CHUNK;
         if chunk == self.chunks.len() {
             self.chunks
@@ -61,7 +77,7 @@ impl ParamArena {
         }
         self.used += 1;
         let offset = ((start / self.slot_bytes) % SLOTS_PER_CHUNK * self.slot_bytes) as u64;
-        (self.chunks[chunk].clone(), offset)
+        (chunk, offset)
     }
 
     /// Writes the staged slots to their buffers (they land before the next submit's commands).
@@ -75,9 +91,21 @@ impl ParamArena {
     }
 }
 
+/// What a bind group binds: the same key means the same bind group.
+#[derive(PartialEq, Eq, Hash)]
+struct BindKey {
+    kernel: Kernel,
+    param_chunk: usize,
+    param_offset: u64,
+    buffers: Vec<wgpu::Buffer>,
+}
+
 struct State {
     open: Option<OpenPass>,
+    dispatches_in_pass: usize,
     params: ParamArena,
+    bind_groups: HashMap<BindKey, wgpu::BindGroup>,
+    profiler: Profiler,
 }
 
 pub struct Recorder {
@@ -97,7 +125,10 @@ impl Recorder {
             max_workgroups: limits.max_compute_workgroups_per_dimension,
             state: Mutex::new(State {
                 open: None,
+                dispatches_in_pass: 0,
                 params: ParamArena::new(limits.min_uniform_buffer_offset_alignment),
+                bind_groups: HashMap::new(),
+                profiler: Profiler::new(&device, &queue),
             }),
             device,
             queue,
@@ -114,7 +145,8 @@ impl Recorder {
             .map_err(|_| GpuError::Device("a thread panicked while recording".into()))
     }
 
-    /// Records `kernel` over `workgroups` workgroups (folded into two grid dimensions).
+    /// Records `kernel` over `workgroups` workgroups (folded into two grid dimensions);
+    /// `bytes_read` is what the dispatch reads, for the profile.
     pub fn dispatch(
         &self,
         pipelines: &Pipelines,
@@ -122,6 +154,7 @@ impl Recorder {
         params: &[u32],
         buffers: &[Binding<'_>],
         workgroups: usize,
+        bytes_read: u64,
     ) -> Result<(), GpuError> {
         if workgroups == 0 {
             return Ok(());
@@ -140,26 +173,25 @@ impl Recorder {
             });
         }
         let pipeline = pipelines.get(kernel)?;
-        let mut state = self.lock()?;
-        let (param_buffer, param_offset) = state.params.push(&self.device, params);
-        let param_size = (params.len().max(1) * 4).div_ceil(16) * 16;
-        let mut entries = vec![wgpu::BindGroupEntry {
-            binding: 0,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &param_buffer,
-                offset: param_offset,
-                size: std::num::NonZeroU64::new(param_size as u64),
-            }),
-        }];
-        entries.extend(buffers.iter().zip(1..).map(|(b, i)| wgpu::BindGroupEntry {
-            binding: i,
-            resource: b.as_entire_binding(),
-        }));
-        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        });
+        let mut guard = self.lock()?;
+        let state = &mut *guard;
+        let (param_chunk, param_offset) = state.params.push(&self.device, params);
+        if state.bind_groups.len() >= MAX_CACHED_BIND_GROUPS {
+            state.bind_groups.clear();
+        }
+        let key = BindKey {
+            kernel,
+            param_chunk,
+            param_offset,
+            buffers: buffers.iter().map(|&b| b.clone()).collect(),
+        };
+        let bind_group = match state.bind_groups.entry(key) {
+            Entry::Occupied(cached) => cached.into_mut(),
+            Entry::Vacant(slot) => {
+                let bind_group = self.bind_group(pipeline, &state.params, slot.key(), params.len());
+                slot.insert(bind_group)
+            }
+        };
         let open = state.open.get_or_insert_with(|| {
             let mut encoder = self
                 .device
@@ -169,17 +201,63 @@ impl Recorder {
                 .forget_lifetime();
             OpenPass { pass, encoder }
         });
+        state
+            .profiler
+            .before_dispatch(&mut open.pass, kernel, bytes_read);
         open.pass.set_pipeline(pipeline);
-        open.pass.set_bind_group(0, &bind_group, &[]);
+        open.pass.set_bind_group(0, &*bind_group, &[]);
         open.pass.dispatch_workgroups(x as u32, y as u32, 1);
+        state.dispatches_in_pass += 1;
+        if state.dispatches_in_pass >= DISPATCHES_PER_SUBMIT {
+            let encoder = self.close(state);
+            self.submit(state, encoder);
+        }
         Ok(())
+    }
+
+    /// The bind group of `key`: its parameter slot at binding 0, its buffers whole from 1 on.
+    fn bind_group(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        params: &ParamArena,
+        key: &BindKey,
+        param_words: usize,
+    ) -> wgpu::BindGroup {
+        let param_size = (param_words.max(1) * 4).div_ceil(16) * 16;
+        let mut entries = Vec::with_capacity(key.buffers.len() + 1);
+        if let Some(chunk) = params.chunks.get(key.param_chunk) {
+            entries.push(wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: chunk,
+                    offset: key.param_offset,
+                    size: std::num::NonZeroU64::new(param_size as u64),
+                }),
+            });
+        }
+        entries.extend(
+            key.buffers
+                .iter()
+                .zip(1..)
+                .map(|(b, i)| wgpu::BindGroupEntry {
+                    binding: i,
+                    resource: b.as_entire_binding(),
+                }),
+        );
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        })
     }
 
     /// Ends the open pass (if any) and returns its encoder for more commands.
     fn close(&self, state: &mut State) -> wgpu::CommandEncoder {
         match state.open.take() {
-            Some(OpenPass { pass, encoder }) => {
+            Some(OpenPass { mut pass, encoder }) => {
+                state.profiler.end_pass(&mut pass);
                 drop(pass);
+                state.dispatches_in_pass = 0;
                 encoder
             }
             None => self
@@ -188,7 +266,12 @@ impl Recorder {
         }
     }
 
-    fn submit(&self, state: &mut State, encoder: wgpu::CommandEncoder) -> wgpu::SubmissionIndex {
+    fn submit(
+        &self,
+        state: &mut State,
+        mut encoder: wgpu::CommandEncoder,
+    ) -> wgpu::SubmissionIndex {
+        state.profiler.before_submit(&self.device, &mut encoder);
         state.params.upload(&self.queue);
         self.queue.submit([encoder.finish()])
     }
@@ -238,6 +321,25 @@ impl Recorder {
             .map_err(|e| GpuError::Readback(e.to_string()))?
             .to_vec();
         staging.unmap();
+        self.lock()?.profiler.collect(&self.device)?;
         Ok(bytes)
+    }
+
+    /// Turns per-class counting and GPU timestamps on or off.
+    pub fn set_profiling(&self, on: bool) -> Result<(), GpuError> {
+        self.lock()?.profiler.set_on(on);
+        Ok(())
+    }
+
+    /// The counters and profile since the last call, which resets them; submits the open pass
+    /// and waits for the profiled work.
+    pub fn take_stats(&self) -> Result<BackendStats, GpuError> {
+        let mut guard = self.lock()?;
+        let state = &mut *guard;
+        if state.open.is_some() {
+            let encoder = self.close(state);
+            self.submit(state, encoder);
+        }
+        state.profiler.take(&self.device)
     }
 }

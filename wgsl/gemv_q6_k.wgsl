@@ -1,0 +1,67 @@
+// Q6_K spans for gemv_rows: in half n of a 210-byte super-block, bytes l0..l0+8 of the two
+// 32-byte nibble runs ql[64n..] and ql[64n+32..] and of the bit pairs qh[32n..] give elements
+// 128n + 32p + l0.. (8 each) of the four parts p: low nibbles of the first run (p 0), of the
+// second (p 1), high nibbles of the first (p 2) and of the second (p 3), with bits 2p..2p+2 of qh
+// on top; x = d·scale[8n + 2p + l0/16]·(q − 32). The −32 is applied once per part through Σx.
+const SPAN: u32 = 32u;
+
+@group(0) @binding(1) var<storage, read> w: array<u32>;
+
+fn six_bits(nibbles: u32, high_pairs: u32) -> vec4<f32> {
+    return vec4<f32>(unpack4xU8((nibbles & 0x0f0f0f0fu) | ((high_pairs & 0x03030303u) << 4u)));
+}
+
+fn signed_byte(v: u32, k: u32) -> f32 {
+    return f32(bitcast<i32>(v << (24u - 8u * k)) >> 24u);
+}
+
+fn span_dot(
+    task: u32,
+    x4: u32,
+    row_bytes_at: ptr<function, array<u32, ROWS>>,
+    acc: ptr<function, array<f32, ROWS>>,
+) {
+    let block = task / 8u;
+    let n = (task % 8u) / 4u;
+    let l0 = 8u * (task % 4u);
+    let xi = x4 + block * 64u + n * 32u + l0 / 4u;
+    var xa: array<vec4<f32>, 4>;
+    var xb: array<vec4<f32>, 4>;
+    var sums: array<f32, 4>;
+    for (var part = 0u; part < 4u; part++) {
+        xa[part] = x[xi + 8u * part];
+        xb[part] = x[xi + 8u * part + 1u];
+        sums[part] = dot(xa[part] + xb[part], vec4<f32>(1.0));
+    }
+    let scale_byte = l0 / 16u;
+    for (var r = 0u; r < ROWS; r++) {
+        let base = (*row_bytes_at)[r] + block * 210u;
+        let ql = base + 64u * n + l0;
+        let qh = base + 128u + 32u * n + l0;
+        let scales = base + 192u + 8u * n;
+        let d = half_at(base + 208u);
+        let s0 = word_at(scales);
+        let s1 = word_at(scales + 4u);
+        var total = 0.0;
+        for (var half = 0u; half < 2u; half++) {
+            let first = word_at(ql + 4u * half);
+            let second = word_at(ql + 32u + 4u * half);
+            let high = word_at(qh + 4u * half);
+            var xs: array<vec4<f32>, 4>;
+            if (half == 0u) {
+                xs = xa;
+            } else {
+                xs = xb;
+            }
+            let d0 = dot(six_bits(first, high), xs[0]);
+            let d1 = dot(six_bits(second, high >> 2u), xs[1]);
+            let d2 = dot(six_bits(first >> 4u, high >> 4u), xs[2]);
+            let d3 = dot(six_bits(second >> 4u, high >> 6u), xs[3]);
+            total += signed_byte(s0, scale_byte) * d0 + signed_byte(s0, scale_byte + 2u) * d1
+                + signed_byte(s1, scale_byte) * d2 + signed_byte(s1, scale_byte + 2u) * d3;
+        }
+        let offsets = signed_byte(s0, scale_byte) * sums[0] + signed_byte(s0, scale_byte + 2u) * sums[1]
+            + signed_byte(s1, scale_byte) * sums[2] + signed_byte(s1, scale_byte + 2u) * sums[3];
+        (*acc)[r] += d * (total - 32.0 * offsets);
+    }
+}

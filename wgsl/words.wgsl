@@ -1,0 +1,16 @@
+// Whole words at any even byte offset of a weight buffer bound as `w: array<u32>` (Q6_K and
+// Q8_0 blocks are 210 and 34 bytes, so every other block starts half-way through a word).
+
+fn word_at(off: u32) -> u32 {
+    let i = off >> 2u;
+    let shift = (off & 3u) * 8u;
+    if (shift == 0u) {
+        return w[i];
+    }
+    return (w[i] >> shift) | (w[i + 1u] << (32u - shift));
+}
+
+// The f16 at an even byte offset.
+fn half_at(off: u32) -> f32 {
+    return half_to_f32(w[off >> 2u] >> ((off & 2u) * 8u));
+}
