@@ -113,6 +113,7 @@ pub struct Recorder {
     queue: wgpu::Queue,
     max_workgroups: u32,
     state: Mutex<State>,
+    spare_readback: Mutex<Option<wgpu::Buffer>>,
 }
 
 /// A buffer bound to a kernel: the whole buffer, at bindings 1, 2, … in order.
@@ -130,6 +131,7 @@ impl Recorder {
                 bind_groups: HashMap::new(),
                 profiler: Profiler::new(&device, &queue),
             }),
+            spare_readback: Mutex::new(None),
             device,
             queue,
         }
@@ -289,12 +291,22 @@ impl Recorder {
     /// Submits the recorded work plus a copy of `size` bytes of `buffer` from `offset`, waits,
     /// and returns the bytes.
     pub fn read(&self, buffer: &wgpu::Buffer, offset: u64, size: u64) -> Result<Vec<u8>, GpuError> {
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback"),
-            size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        // The last readback's buffer when it is big enough (decode reads the same logits each
+        // token); a concurrent readback that finds it taken makes its own.
+        let spare = self
+            .spare_readback
+            .lock()
+            .ok()
+            .and_then(|mut spare| spare.take());
+        let staging = match spare {
+            Some(spare) if spare.size() >= size => spare,
+            _ => self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("readback"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+        };
         let index = {
             let mut state = self.lock()?;
             let mut encoder = self.close(&mut state);
@@ -302,7 +314,7 @@ impl Recorder {
             self.submit(&mut state, encoder)
         };
         let (sender, receiver) = mpsc::channel();
-        staging.map_async(wgpu::MapMode::Read, .., move |result| {
+        staging.map_async(wgpu::MapMode::Read, ..size, move |result| {
             // The receiver waits below; a failed send means it is gone and nobody needs this.
             let _ = sender.send(result);
         });
@@ -317,10 +329,13 @@ impl Recorder {
             .map_err(|e| GpuError::Readback(e.to_string()))?
             .map_err(|e| GpuError::Readback(e.to_string()))?;
         let bytes = staging
-            .get_mapped_range(..)
+            .get_mapped_range(..size)
             .map_err(|e| GpuError::Readback(e.to_string()))?
             .to_vec();
         staging.unmap();
+        if let Ok(mut spare) = self.spare_readback.lock() {
+            *spare = Some(staging);
+        }
         self.lock()?.profiler.collect(&self.device)?;
         Ok(bytes)
     }
