@@ -12,6 +12,7 @@ pub(super) struct LaneSum {
 
 impl LaneSum {
     /// Adds Σ w[i]·x[i]; `w` and `x` have the same length.
+    #[inline(always)]
     pub(super) fn add(&mut self, w: &[f32], x: &[f32]) {
         let mut w_chunks = w.chunks_exact(LANES);
         let mut x_chunks = x.chunks_exact(LANES);
@@ -32,6 +33,7 @@ impl LaneSum {
     }
 
     /// Folds the lanes pairwise (halving each round) to keep the final sum balanced.
+    #[inline(always)]
     pub(super) fn total(&self) -> f32 {
         let mut lanes = self.lanes;
         let mut width = LANES;

@@ -11,10 +11,10 @@ use super::GgmlType;
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 pub(super) struct BlockQ4K {
-    d: [u8; 2],
-    dmin: [u8; 2],
-    scales: [u8; 12],
-    qs: [[u8; 32]; 4],
+    pub(super) d: [u8; 2],
+    pub(super) dmin: [u8; 2],
+    pub(super) scales: [u8; 12],
+    pub(super) qs: [[u8; 32]; 4],
 }
 
 pub(super) struct Q4K;
@@ -22,7 +22,8 @@ pub(super) struct Q4K;
 /// Unpacks the eight 6-bit scales and mins. Bytes 0..4 hold scales 0..4 and bytes 4..8 mins
 /// 0..4 in their low six bits; runs 4..8 keep their low four bits in the nibbles of bytes
 /// 8..12 and their top two bits in the spare top bits of bytes 0..8.
-fn unpack_scale_mins(packed: &[u8; 12]) -> ([u8; 8], [u8; 8]) {
+#[inline(always)]
+pub(super) fn unpack_scale_mins(packed: &[u8; 12]) -> ([u8; 8], [u8; 8]) {
     let mut scales = [0u8; 8];
     let mut mins = [0u8; 8];
     for s in 0..4 {
@@ -47,6 +48,7 @@ fn pack_scale_mins(scales: &[u8; 8], mins: &[u8; 8]) -> [u8; 12] {
 
 /// `x = d·sc·q − dmin·m` over eight unpacked runs; `d·sc` and `dmin·m` are rounded to f32 first,
 /// as ggml does, so results match it exactly.
+#[inline(always)]
 pub(super) fn dequantize_runs(
     d: [u8; 2],
     dmin: [u8; 2],
@@ -72,6 +74,7 @@ impl BlockFormat for Q4K {
     type Block = BlockQ4K;
     type Weights = [f32; 256];
 
+    #[inline(always)]
     fn decode(block: &BlockQ4K, out: &mut [f32; 256]) {
         let mut runs = [[0u8; 32]; 8];
         for (pair, group) in runs.chunks_exact_mut(2).zip(&block.qs) {
