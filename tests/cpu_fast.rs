@@ -73,6 +73,21 @@ fn check_kernel(ty: GgmlType) {
             "{} cols {cols}: dispatched {best} vs scalar {scalar}",
             ty.name()
         );
+        // Several tokens at once (a full group of the vector kernels and a short one), each
+        // against its own scalar result.
+        let tokens: Vec<QuantizedActivations> = (0..6)
+            .map(|t| QuantizedActivations::new(&values(seed + 200 + t, cols)).unwrap())
+            .collect();
+        let mut together = vec![0.0f32; tokens.len()];
+        quant::dot_row_quantized_tokens(ty, &bytes, &tokens, &mut together).unwrap();
+        for (t, (token, &value)) in tokens.iter().zip(&together).enumerate() {
+            let alone = quant::dot_row_quantized_scalar(ty, &bytes, token).unwrap();
+            assert!(
+                (value - alone).abs() as f64 <= 1e-5 * magnitude.max(1.0),
+                "{} cols {cols} token {t}: {value} vs {alone}",
+                ty.name()
+            );
+        }
     }
 }
 

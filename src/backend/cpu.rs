@@ -196,9 +196,8 @@ fn matmul_quantized(
         .try_for_each(|(i, ys)| {
             for (k, ys) in ys.chunks_exact_mut(n).enumerate() {
                 let row = w.row(op, i * rows_per_task + k)?;
-                for (y, token) in ys.iter_mut().zip(tokens) {
-                    *y = quant::dot_row_quantized(w.ty, row, token).map_err(w.quant_error(op))?;
-                }
+                quant::dot_row_quantized_tokens(w.ty, row, tokens, ys)
+                    .map_err(w.quant_error(op))?;
             }
             Ok(())
         })

@@ -34,7 +34,9 @@ mod simd;
 
 pub use activations::{QuantizedActivations, ACTIVATION_BLOCK};
 pub use ggml_type::{row_bytes, GgmlType};
-pub use quantized_dot::{dot_row_quantized, dot_row_quantized_scalar, has_quantized_dot};
+pub use quantized_dot::{
+    dot_row_quantized, dot_row_quantized_scalar, dot_row_quantized_tokens, has_quantized_dot,
+};
 
 use float::{Bf16, F16, F32};
 

@@ -24,19 +24,104 @@ pub fn dot_row_quantized(
     bytes: &[u8],
     x: &QuantizedActivations,
 ) -> Result<f32, QuantError> {
-    #[cfg(target_arch = "x86_64")]
-    if super::simd::has_avx2_fma() {
-        check_quantized(ty, bytes, x)?;
-        use super::quantized_dot_avx2 as avx2;
-        // SAFETY (each call): the CPU supports AVX2 and FMA.
-        return match ty {
-            GgmlType::Q4_K => Ok(unsafe { avx2::q4_k(blocks::<Q4K>(bytes)?, &x.blocks) }),
-            GgmlType::Q6_K => Ok(unsafe { avx2::q6_k(blocks::<Q6K>(bytes)?, &x.blocks) }),
-            GgmlType::Q8_0 => Ok(unsafe { avx2::q8_0(blocks::<Q8_0>(bytes)?, &x.blocks) }),
-            _ => unsupported(ty),
-        };
+    let mut y = 0.0;
+    dot_row_quantized_tokens(
+        ty,
+        bytes,
+        std::slice::from_ref(x),
+        std::slice::from_mut(&mut y),
+    )?;
+    Ok(y)
+}
+
+/// One encoded row against several tokens' activations (`out[t]` for `xs[t]`): the row's
+/// blocks are unpacked once per group of tokens rather than once per token.
+pub fn dot_row_quantized_tokens(
+    ty: GgmlType,
+    bytes: &[u8],
+    xs: &[QuantizedActivations],
+    out: &mut [f32],
+) -> Result<(), QuantError> {
+    if out.len() != xs.len() {
+        return Err(QuantError::LengthMismatch {
+            ty,
+            bytes: bytes.len(),
+            row_elems: xs.len(),
+            what: "the output (one value per token)",
+            elems: out.len(),
+        });
     }
-    dot_row_quantized_scalar(ty, bytes, x)
+    for x in xs {
+        check_quantized(ty, bytes, x)?;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if super::quantized_dot_avx2::supported() {
+        // SAFETY: the CPU supports the features the kernels are compiled for.
+        return unsafe { tokens_avx2(ty, bytes, xs, out) };
+    }
+    for (y, x) in out.iter_mut().zip(xs) {
+        *y = dot_row_quantized_scalar(ty, bytes, x)?;
+    }
+    Ok(())
+}
+
+/// Tokens per pass of the vector kernels over a weight row.
+#[cfg(target_arch = "x86_64")]
+const TOKENS_PER_PASS: usize = 4;
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn tokens_avx2(
+    ty: GgmlType,
+    bytes: &[u8],
+    xs: &[QuantizedActivations],
+    out: &mut [f32],
+) -> Result<(), QuantError> {
+    use super::quantized_dot_avx2 as avx2;
+    /// A short last group runs the same kernel with its missing token slots empty.
+    fn run<B, const N: usize>(
+        weights: &[B],
+        xs: &[QuantizedActivations],
+        out: &mut [f32],
+        kernel: impl Fn(&[B], [&[ActivationBlock]; N]) -> [f32; N],
+    ) {
+        for (group, ys) in xs.chunks(N).zip(out.chunks_mut(N)) {
+            let acts = std::array::from_fn(|t| group.get(t).map_or(&[][..], |x| &x.blocks[..]));
+            for (y, value) in ys.iter_mut().zip(kernel(weights, acts)) {
+                *y = value;
+            }
+        }
+    }
+    // Decode has one token: a kernel sized for it skips the empty slots' bookkeeping.
+    let single = xs.len() == 1;
+    match ty {
+        GgmlType::Q4_K => {
+            let w = blocks::<Q4K>(bytes)?;
+            if single {
+                run::<_, 1>(w, xs, out, |w, a| avx2::q4_k(w, a))
+            } else {
+                run::<_, TOKENS_PER_PASS>(w, xs, out, |w, a| avx2::q4_k(w, a))
+            }
+        }
+        GgmlType::Q6_K => {
+            let w = blocks::<Q6K>(bytes)?;
+            if single {
+                run::<_, 1>(w, xs, out, |w, a| avx2::q6_k(w, a))
+            } else {
+                run::<_, TOKENS_PER_PASS>(w, xs, out, |w, a| avx2::q6_k(w, a))
+            }
+        }
+        GgmlType::Q8_0 => {
+            let w = blocks::<Q8_0>(bytes)?;
+            if single {
+                run::<_, 1>(w, xs, out, |w, a| avx2::q8_0(w, a))
+            } else {
+                run::<_, TOKENS_PER_PASS>(w, xs, out, |w, a| avx2::q8_0(w, a))
+            }
+        }
+        _ => return unsupported(ty),
+    }
+    Ok(())
 }
 
 /// [`dot_row_quantized`] on the portable kernels (what non-AVX2 machines run; tests compare
