@@ -181,23 +181,29 @@ fn matvec(
         })
 }
 
-/// Fast mode: every weight row against every token's quantized activations, while the row is
-/// still in L1. `out` is [weight row][token].
+/// Fast mode. A task owns a tile of weight rows; it walks the tokens a small group at a time and
+/// runs the whole tile against each group, so the group's activations stay in L1 while the
+/// tile's rows (a few KB) are reused by every group. `out` is [weight row][token].
 fn matmul_quantized(
     w: &CpuWeight,
     tokens: &[quant::QuantizedActivations],
     out: &mut [f32],
     rows_per_task: usize,
 ) -> Result<(), BackendError> {
+    const TOKEN_GROUP: usize = 4;
     let op = "matmul";
     let n = tokens.len();
     out.par_chunks_mut(rows_per_task * n)
         .enumerate()
         .try_for_each(|(i, ys)| {
-            for (k, ys) in ys.chunks_exact_mut(n).enumerate() {
-                let row = w.row(op, i * rows_per_task + k)?;
-                quant::dot_row_quantized_tokens(w.ty, row, tokens, ys)
-                    .map_err(w.quant_error(op))?;
+            for (g, group) in tokens.chunks(TOKEN_GROUP).enumerate() {
+                let first = g * TOKEN_GROUP;
+                for (k, ys) in ys.chunks_exact_mut(n).enumerate() {
+                    let row = w.row(op, i * rows_per_task + k)?;
+                    let ys = &mut ys[first..first + group.len()];
+                    quant::dot_row_quantized_tokens(w.ty, row, group, ys)
+                        .map_err(w.quant_error(op))?;
+                }
             }
             Ok(())
         })
@@ -478,9 +484,12 @@ impl Backend for CpuBackend {
                 let mut by_row = vec![0f32; w.rows * n];
                 let fast = self.mode == CpuMode::Fast && quant::has_quantized_dot(w.ty);
                 let quantized = if fast {
-                    (0..n)
-                        .map(|t| quant::QuantizedActivations::new(x.row(t)))
-                        .collect::<Option<Vec<_>>>()
+                    self.pool.install(|| {
+                        x.data
+                            .par_chunks(x.cols.max(1))
+                            .map(quant::QuantizedActivations::new)
+                            .collect::<Option<Vec<_>>>()
+                    })
                 } else {
                     None
                 };

@@ -24,11 +24,9 @@ impl QuantizedActivations {
         if !x.len().is_multiple_of(ACTIVATION_BLOCK) {
             return None;
         }
-        let blocks = x
-            .chunks_exact(ACTIVATION_BLOCK)
-            .map(quantize_block)
-            .collect();
-        Some(QuantizedActivations { blocks })
+        Some(QuantizedActivations {
+            blocks: super::simd::quantize_activations(x),
+        })
     }
 
     /// The number of values in the row.
@@ -41,7 +39,17 @@ impl QuantizedActivations {
     }
 }
 
+/// Quantizes whole blocks of `x` (a trailing partial block is left out).
+#[inline(always)]
+pub(super) fn quantize_blocks(x: &[f32]) -> Vec<ActivationBlock> {
+    x.chunks_exact(ACTIVATION_BLOCK)
+        .map(quantize_block)
+        .collect()
+}
+
 /// Maps the largest magnitude to ±127 (never −128, so a sign flip cannot overflow an i8).
+/// Ties round to even, which vector units do in one instruction.
+#[inline(always)]
 fn quantize_block(x: &[f32]) -> ActivationBlock {
     let amax = x.iter().fold(0.0f32, |amax, v| amax.max(v.abs()));
     let d = amax / 127.0;
@@ -53,7 +61,7 @@ fn quantize_block(x: &[f32]) -> ActivationBlock {
     let mut qs = [0i8; ACTIVATION_BLOCK];
     for (q, &value) in qs.iter_mut().zip(x) {
         // `as` saturates and maps NaN to 0.
-        *q = (value * inverse).round() as i8;
+        *q = (value * inverse).round_ties_even() as i8;
     }
     let mut sums16 = [0i16; ACTIVATION_BLOCK / 16];
     for (sum, run) in sums16.iter_mut().zip(qs.chunks_exact(16)) {
