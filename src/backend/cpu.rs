@@ -162,6 +162,25 @@ impl CpuWeight {
 /// Weight rows dequantized together in prefill matmuls.
 const ROW_TILE: usize = 8;
 
+/// `from` is [rows][n], `to` becomes [n][rows]. A task takes a few tokens, so each pass over
+/// `from` reads runs of neighbouring values and writes a few streams.
+fn transpose(from: &[f32], n: usize, to: &mut [f32], rows: usize) {
+    const TOKENS_PER_TASK: usize = 8;
+    to.par_chunks_mut(rows * TOKENS_PER_TASK)
+        .enumerate()
+        .for_each(|(i, out)| {
+            let first = i * TOKENS_PER_TASK;
+            for (r, ys) in from.chunks_exact(n).enumerate() {
+                let tokens = ys.iter().skip(first);
+                for (out, &y) in out.chunks_exact_mut(rows).zip(tokens) {
+                    if let Some(slot) = out.get_mut(r) {
+                        *slot = y;
+                    }
+                }
+            }
+        });
+}
+
 /// Decode: the fused dot never materializes a weight row.
 fn matvec(
     w: &CpuWeight,
@@ -190,7 +209,7 @@ fn matmul_quantized(
     out: &mut [f32],
     rows_per_task: usize,
 ) -> Result<(), BackendError> {
-    const TOKEN_GROUP: usize = 4;
+    const TOKEN_GROUP: usize = 8;
     let op = "matmul";
     let n = tokens.len();
     out.par_chunks_mut(rows_per_task * n)
@@ -503,11 +522,8 @@ impl Backend for CpuBackend {
                     by_row
                 } else {
                     let mut data = vec![0f32; n * w.rows];
-                    for (r, ys) in by_row.chunks_exact(n).enumerate() {
-                        for (t, &y) in ys.iter().enumerate() {
-                            data[t * w.rows + r] = y;
-                        }
-                    }
+                    self.pool
+                        .install(|| transpose(&by_row, n, &mut data, w.rows));
                     data
                 };
                 Ok(CpuTensor {

@@ -42,9 +42,12 @@ impl QuantizedActivations {
 /// Quantizes whole blocks of `x` (a trailing partial block is left out).
 #[inline(always)]
 pub(super) fn quantize_blocks(x: &[f32]) -> Vec<ActivationBlock> {
-    x.chunks_exact(ACTIVATION_BLOCK)
-        .map(quantize_block)
-        .collect()
+    // A plain loop: iterator adapters would be compiled outside the caller's vector build.
+    let mut blocks = Vec::with_capacity(x.len() / ACTIVATION_BLOCK);
+    for chunk in x.chunks_exact(ACTIVATION_BLOCK) {
+        blocks.push(quantize_block(chunk));
+    }
+    blocks
 }
 
 /// Maps the largest magnitude to ±127 (never −128, so a sign flip cannot overflow an i8).

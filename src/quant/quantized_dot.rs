@@ -67,7 +67,7 @@ pub fn dot_row_quantized_tokens(
 
 /// Tokens per pass of the vector kernels over a weight row.
 #[cfg(target_arch = "x86_64")]
-const TOKENS_PER_PASS: usize = 4;
+const TOKENS_PER_PASS: usize = 8;
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
