@@ -162,6 +162,10 @@ impl CpuWeight {
 /// Weight rows dequantized together in prefill matmuls.
 const ROW_TILE: usize = 8;
 
+/// Tokens whose activations a prefill matmul keeps in L1 while it runs a tile of weight rows
+/// against them.
+const TOKEN_GROUP: usize = 8;
+
 /// `from` is [rows][n], `to` becomes [n][rows]. A task takes a few tokens, so each pass over
 /// `from` reads runs of neighbouring values and writes a few streams.
 fn transpose(from: &[f32], n: usize, to: &mut [f32], rows: usize) {
@@ -209,7 +213,6 @@ fn matmul_quantized(
     out: &mut [f32],
     rows_per_task: usize,
 ) -> Result<(), BackendError> {
-    const TOKEN_GROUP: usize = 8;
     let op = "matmul";
     let n = tokens.len();
     out.par_chunks_mut(rows_per_task * n)
@@ -243,13 +246,12 @@ fn matmul_tiled(w: &CpuWeight, x: &CpuTensor, out: &mut [f32]) -> Result<(), Bac
                     quant::dequantize_row(w.ty, w.row(op, i * ROW_TILE + k)?, row)
                         .map_err(w.quant_error(op))?;
                 }
-                for t in 0..n {
-                    let xt = x.row(t);
-                    for (k, row) in tile.chunks_exact(w.cols).enumerate() {
-                        // The f32 "format" routes through quant's AVX2 build where available.
-                        ys[k * n + t] =
-                            quant::dot_row(GgmlType::F32, bytemuck::cast_slice(row), xt)
-                                .map_err(w.quant_error(op))?;
+                let tokens: Vec<&[f32]> = x.data.chunks_exact(w.cols).collect();
+                for (g, group) in tokens.chunks(TOKEN_GROUP).enumerate() {
+                    let first = g * TOKEN_GROUP;
+                    for (row, ys) in tile.chunks_exact(w.cols).zip(ys.chunks_exact_mut(n)) {
+                        let ys = &mut ys[first..first + group.len()];
+                        quant::dot_f32_tokens(row, group, ys).map_err(w.quant_error(op))?;
                     }
                 }
                 Ok(())

@@ -117,6 +117,42 @@ fn dot_row_unchecked(ty: GgmlType, bytes: &[u8], x: &[f32]) -> Result<f32, Quant
     }
 }
 
+/// `out[t] = w · xs[t]` for f32 rows, bit-identical to `dot_row(GgmlType::F32, ..)` per token
+/// but reading `w` once per few tokens (the exact prefill's inner kernel).
+pub fn dot_f32_tokens(w: &[f32], xs: &[&[f32]], out: &mut [f32]) -> Result<(), QuantError> {
+    let mismatch = |what, elems| QuantError::LengthMismatch {
+        ty: GgmlType::F32,
+        bytes: std::mem::size_of_val(w),
+        row_elems: w.len(),
+        what,
+        elems,
+    };
+    if out.len() != xs.len() {
+        return Err(mismatch("the output (one value per x)", out.len()));
+    }
+    if let Some(x) = xs.iter().find(|x| x.len() != w.len()) {
+        return Err(mismatch("an x", x.len()));
+    }
+    simd::dot_f32_tokens(w, xs, out);
+    Ok(())
+}
+
+/// [`dot_f32_tokens`] after the checks; inlined into each instruction-set build.
+#[inline(always)]
+fn dot_f32_tokens_unchecked(w: &[f32], xs: &[&[f32]], out: &mut [f32]) {
+    const TOKENS: usize = 4;
+    let mut groups = xs.chunks_exact(TOKENS);
+    let mut outs = out.chunks_exact_mut(TOKENS);
+    for (group, ys) in (&mut groups).zip(&mut outs) {
+        let group = std::array::from_fn(|t| group.get(t).copied().unwrap_or(&[][..]));
+        ys.copy_from_slice(&lanes::dot_many::<TOKENS>(w, group));
+    }
+    for (x, y) in groups.remainder().iter().zip(outs.into_remainder()) {
+        let [single] = lanes::dot_many(w, [*x]);
+        *y = single;
+    }
+}
+
 /// Encodes `x` as one row of `ty`, appending the bytes to `out`.
 pub fn quantize_row(ty: GgmlType, x: &[f32], out: &mut Vec<u8>) -> Result<(), QuantError> {
     let block_elems = ty.block_elems();

@@ -3,7 +3,9 @@
 //! a multiply and an add on its own), so results are bit-identical across machines.
 
 use super::activations::{quantize_blocks, ActivationBlock};
-use super::{dequantize_row_unchecked, dot_row_unchecked, GgmlType, QuantError};
+use super::{
+    dequantize_row_unchecked, dot_f32_tokens_unchecked, dot_row_unchecked, GgmlType, QuantError,
+};
 
 /// Whether this CPU runs AVX2 and FMA; detected once.
 #[cfg(target_arch = "x86_64")]
@@ -36,6 +38,22 @@ pub(super) fn dequantize_row(
     } else {
         dequantize_row_unchecked(ty, bytes, out)
     }
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(super) fn dot_f32_tokens(w: &[f32], xs: &[&[f32]], out: &mut [f32]) {
+    if has_avx2_fma() {
+        // SAFETY: the CPU supports the features the function is compiled for.
+        unsafe { dot_f32_tokens_avx2(w, xs, out) }
+    } else {
+        dot_f32_tokens_unchecked(w, xs, out)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn dot_f32_tokens_avx2(w: &[f32], xs: &[&[f32]], out: &mut [f32]) {
+    dot_f32_tokens_unchecked(w, xs, out)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -83,4 +101,9 @@ pub(super) fn dequantize_row(
 #[cfg(not(target_arch = "x86_64"))]
 pub(super) fn quantize_activations(x: &[f32]) -> Vec<ActivationBlock> {
     quantize_blocks(x)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) fn dot_f32_tokens(w: &[f32], xs: &[&[f32]], out: &mut [f32]) {
+    dot_f32_tokens_unchecked(w, xs, out)
 }
