@@ -475,3 +475,32 @@ fn unsupported_types_are_named_errors() {
     let error = quantize_row(GgmlType::Q5_K, &[0.0; 256], &mut Vec::new()).unwrap_err();
     assert!(error.to_string().contains("q5_K"), "{error}");
 }
+
+/// The exact prefill kernel must give what decode's `dot_row` gives, bit for bit, for every
+/// token of a group, for a short last group, and for rows with a tail shorter than the lanes.
+#[test]
+fn dot_f32_tokens_is_bit_identical_to_dot_row() {
+    let mut rng = Rng(0x05ee_df32);
+    for cols in [1usize, 15, 256, 1000] {
+        let w: Vec<f32> = (0..cols).map(|_| rng.normal()).collect();
+        let xs: Vec<Vec<f32>> = (0..7)
+            .map(|_| (0..cols).map(|_| rng.normal()).collect())
+            .collect();
+        let views: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
+        let mut out = vec![0.0f32; xs.len()];
+        qwen35::quant::dot_f32_tokens(&w, &views, &mut out).unwrap();
+        let mut bytes = Vec::new();
+        quantize_row(GgmlType::F32, &w, &mut bytes).unwrap();
+        for (t, (x, &y)) in xs.iter().zip(&out).enumerate() {
+            let single = dot_row(GgmlType::F32, &bytes, x).unwrap();
+            assert_eq!(
+                y.to_bits(),
+                single.to_bits(),
+                "cols {cols} token {t}: {y} vs {single}"
+            );
+        }
+    }
+    let mut out = [0.0f32; 1];
+    assert!(qwen35::quant::dot_f32_tokens(&[1.0, 2.0], &[&[1.0][..]], &mut out).is_err());
+    assert!(qwen35::quant::dot_f32_tokens(&[1.0], &[], &mut out).is_err());
+}

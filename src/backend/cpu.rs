@@ -13,8 +13,25 @@ use crate::quant::{self, GgmlType};
 
 pub struct CpuBackend {
     pool: rayon::ThreadPool,
+    mode: CpuMode,
     profiler: Profiler,
 }
+
+/// How matmuls treat activations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CpuMode {
+    /// f32 activations against dequantized weights: the reference every test compares with.
+    #[default]
+    Exact,
+    /// Activations quantized to 8 bits once per matmul (256-value blocks) and integer dot
+    /// products with Q4_K, Q6_K and Q8_0 weights, as llama.cpp's CPU backend does; other
+    /// weight formats and rows not a multiple of 256 stay exact.
+    Fast,
+}
+
+/// Weight bytes one pool task should at least read, so that scheduling stays a small part of
+/// the work on any row size.
+const TASK_BYTES: usize = 64 * 1024;
 
 /// Wall-clock time per op class for `qwen35 bench --profile`. Off, an op pays one relaxed load.
 #[derive(Default)]
@@ -53,12 +70,21 @@ impl Profiler {
 impl CpuBackend {
     /// A backend computing on `threads` worker threads (0: one per core).
     pub fn new(threads: usize) -> Result<CpuBackend, rayon::ThreadPoolBuildError> {
+        CpuBackend::with_options(threads, CpuMode::Exact)
+    }
+
+    /// A backend on `threads` worker threads (0: one per core) computing matmuls in `mode`.
+    pub fn with_options(
+        threads: usize,
+        mode: CpuMode,
+    ) -> Result<CpuBackend, rayon::ThreadPoolBuildError> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("qwen35-cpu-{i}"))
             .build()?;
         Ok(CpuBackend {
             pool,
+            mode,
             profiler: Profiler::default(),
         })
     }
@@ -135,6 +161,103 @@ impl CpuWeight {
 
 /// Weight rows dequantized together in prefill matmuls.
 const ROW_TILE: usize = 8;
+
+/// Tokens whose activations a prefill matmul keeps in L1 while it runs a tile of weight rows
+/// against them.
+const TOKEN_GROUP: usize = 8;
+
+/// `from` is [rows][n], `to` becomes [n][rows]. A task takes a few tokens, so each pass over
+/// `from` reads runs of neighbouring values and writes a few streams.
+fn transpose(from: &[f32], n: usize, to: &mut [f32], rows: usize) {
+    const TOKENS_PER_TASK: usize = 8;
+    to.par_chunks_mut(rows * TOKENS_PER_TASK)
+        .enumerate()
+        .for_each(|(i, out)| {
+            let first = i * TOKENS_PER_TASK;
+            for (r, ys) in from.chunks_exact(n).enumerate() {
+                let tokens = ys.iter().skip(first);
+                for (out, &y) in out.chunks_exact_mut(rows).zip(tokens) {
+                    if let Some(slot) = out.get_mut(r) {
+                        *slot = y;
+                    }
+                }
+            }
+        });
+}
+
+/// Decode: the fused dot never materializes a weight row.
+fn matvec(
+    w: &CpuWeight,
+    x: &[f32],
+    out: &mut [f32],
+    rows_per_task: usize,
+) -> Result<(), BackendError> {
+    let op = "matmul";
+    out.par_chunks_mut(rows_per_task)
+        .enumerate()
+        .try_for_each(|(i, ys)| {
+            for (k, y) in ys.iter_mut().enumerate() {
+                *y = quant::dot_row(w.ty, w.row(op, i * rows_per_task + k)?, x)
+                    .map_err(w.quant_error(op))?;
+            }
+            Ok(())
+        })
+}
+
+/// Fast mode. A task owns a tile of weight rows; it walks the tokens a small group at a time and
+/// runs the whole tile against each group, so the group's activations stay in L1 while the
+/// tile's rows (a few KB) are reused by every group. `out` is [weight row][token].
+fn matmul_quantized(
+    w: &CpuWeight,
+    tokens: &[quant::QuantizedActivations],
+    out: &mut [f32],
+    rows_per_task: usize,
+) -> Result<(), BackendError> {
+    let op = "matmul";
+    let n = tokens.len();
+    out.par_chunks_mut(rows_per_task * n)
+        .enumerate()
+        .try_for_each(|(i, ys)| {
+            for (g, group) in tokens.chunks(TOKEN_GROUP).enumerate() {
+                let first = g * TOKEN_GROUP;
+                for (k, ys) in ys.chunks_exact_mut(n).enumerate() {
+                    let row = w.row(op, i * rows_per_task + k)?;
+                    let ys = &mut ys[first..first + group.len()];
+                    quant::dot_row_quantized_tokens(w.ty, row, group, ys)
+                        .map_err(w.quant_error(op))?;
+                }
+            }
+            Ok(())
+        })
+}
+
+/// Exact prefill: dequantize a tile of weight rows once, then dot it with every token (each
+/// token row is read once per tile, not once per weight row). `out` is [weight row][token].
+fn matmul_tiled(w: &CpuWeight, x: &CpuTensor, out: &mut [f32]) -> Result<(), BackendError> {
+    let op = "matmul";
+    let n = x.rows;
+    out.par_chunks_mut(n * ROW_TILE)
+        .enumerate()
+        .try_for_each_init(
+            || vec![0f32; ROW_TILE * w.cols],
+            |tile, (i, ys)| {
+                let tile = &mut tile[..ys.len() / n * w.cols];
+                for (k, row) in tile.chunks_exact_mut(w.cols).enumerate() {
+                    quant::dequantize_row(w.ty, w.row(op, i * ROW_TILE + k)?, row)
+                        .map_err(w.quant_error(op))?;
+                }
+                let tokens: Vec<&[f32]> = x.data.chunks_exact(w.cols).collect();
+                for (g, group) in tokens.chunks(TOKEN_GROUP).enumerate() {
+                    let first = g * TOKEN_GROUP;
+                    for (row, ys) in tile.chunks_exact(w.cols).zip(ys.chunks_exact_mut(n)) {
+                        let ys = &mut ys[first..first + group.len()];
+                        quant::dot_f32_tokens(row, group, ys).map_err(w.quant_error(op))?;
+                    }
+                }
+                Ok(())
+            },
+        )
+}
 
 fn shape_error(op: &'static str, detail: String) -> BackendError {
     BackendError::Shape { op, detail }
@@ -380,56 +503,29 @@ impl Backend for CpuBackend {
                 let n = x.rows;
                 // One row of results per weight row ([out, n]); transposed to [n, out] at the end.
                 let mut by_row = vec![0f32; w.rows * n];
-                self.pool.install(|| {
-                    if n == 1 {
-                        // Decode: the fused dot never materializes the weight row.
-                        by_row
-                            .par_iter_mut()
-                            .enumerate()
-                            .with_min_len(16)
-                            .try_for_each(|(r, y)| {
-                                *y = quant::dot_row(w.ty, w.row(op, r)?, &x.data)
-                                    .map_err(w.quant_error(op))?;
-                                Ok(())
-                            })
-                    } else {
-                        // Prefill: dequantize a tile of weight rows once, then dot it with every token
-                        // (each token row is read once per tile, not once per weight row).
-                        by_row
-                            .par_chunks_mut(n * ROW_TILE)
-                            .enumerate()
-                            .try_for_each_init(
-                                || vec![0f32; ROW_TILE * w.cols],
-                                |tile, (i, ys)| {
-                                    let tile = &mut tile[..ys.len() / n * w.cols];
-                                    for (k, row) in tile.chunks_exact_mut(w.cols).enumerate() {
-                                        quant::dequantize_row(
-                                            w.ty,
-                                            w.row(op, i * ROW_TILE + k)?,
-                                            row,
-                                        )
-                                        .map_err(w.quant_error(op))?;
-                                    }
-                                    for t in 0..n {
-                                        let xt = x.row(t);
-                                        for (k, row) in tile.chunks_exact(w.cols).enumerate() {
-                                            ys[k * n + t] = dot(row, xt);
-                                        }
-                                    }
-                                    Ok(())
-                                },
-                            )
-                    }
+                let fast = self.mode == CpuMode::Fast && quant::has_quantized_dot(w.ty);
+                let quantized = if fast {
+                    self.pool.install(|| {
+                        x.data
+                            .par_chunks(x.cols.max(1))
+                            .map(quant::QuantizedActivations::new)
+                            .collect::<Option<Vec<_>>>()
+                    })
+                } else {
+                    None
+                };
+                let rows_per_task = (TASK_BYTES / w.row_bytes.max(1)).max(1);
+                self.pool.install(|| match &quantized {
+                    Some(tokens) => matmul_quantized(w, tokens, &mut by_row, rows_per_task),
+                    None if n == 1 => matvec(w, &x.data, &mut by_row, rows_per_task),
+                    None => matmul_tiled(w, x, &mut by_row),
                 })?;
                 let data = if n == 1 {
                     by_row
                 } else {
                     let mut data = vec![0f32; n * w.rows];
-                    for (r, ys) in by_row.chunks_exact(n).enumerate() {
-                        for (t, &y) in ys.iter().enumerate() {
-                            data[t * w.rows + r] = y;
-                        }
-                    }
+                    self.pool
+                        .install(|| transpose(&by_row, n, &mut data, w.rows));
                     data
                 };
                 Ok(CpuTensor {

@@ -31,6 +31,7 @@ pub(super) trait BlockQuantizer: BlockFormat {
 
 /// Exact f16 → f32 widening, written branch-free so row loops vectorize (a library call per
 /// element does not). NaN payloads are kept as they are, like numpy's conversion.
+#[inline(always)]
 pub(super) fn f16_to_f32(bytes: [u8; 2]) -> f32 {
     const EXPONENT_MASK: u32 = 0x1f << 23;
     // 127 − 15: moves an f16 exponent, shifted into f32 position, to the f32 bias.
@@ -64,7 +65,7 @@ pub(super) fn stored_f16(value: f32) -> (f32, [u8; 2]) {
     (f16_to_f32(bytes), bytes)
 }
 
-fn blocks<F: BlockFormat>(bytes: &[u8]) -> Result<&[F::Block], QuantError> {
+pub(super) fn blocks<F: BlockFormat>(bytes: &[u8]) -> Result<&[F::Block], QuantError> {
     bytemuck::try_cast_slice(bytes).map_err(|_| QuantError::RaggedBytes {
         ty: F::TYPE,
         bytes: bytes.len(),
@@ -81,6 +82,7 @@ fn ragged_elems<F: BlockFormat>(elems: usize) -> QuantError {
 }
 
 /// Callers have checked that `out` holds exactly the row's elements.
+#[inline(always)]
 pub(super) fn dequantize_row<F: BlockFormat>(
     bytes: &[u8],
     out: &mut [f32],
@@ -97,6 +99,7 @@ pub(super) fn dequantize_row<F: BlockFormat>(
 
 /// Decodes one block at a time into a stack buffer and accumulates it against `x`; callers
 /// have checked that `x` holds exactly the row's elements.
+#[inline(always)]
 pub(super) fn dot_row<F: BlockFormat>(bytes: &[u8], x: &[f32]) -> Result<f32, QuantError> {
     let blocks = blocks::<F>(bytes)?;
     let xs: &[F::Weights] = bytemuck::try_cast_slice(x).map_err(|_| ragged_elems::<F>(x.len()))?;

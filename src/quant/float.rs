@@ -24,6 +24,7 @@ impl FloatFormat for F32 {
     const TYPE: GgmlType = GgmlType::F32;
     type Raw = [u8; 4];
 
+    #[inline(always)]
     fn to_f32(raw: [u8; 4]) -> f32 {
         f32::from_le_bytes(raw)
     }
@@ -37,6 +38,7 @@ impl FloatFormat for F16 {
     const TYPE: GgmlType = GgmlType::F16;
     type Raw = [u8; 2];
 
+    #[inline(always)]
     fn to_f32(raw: [u8; 2]) -> f32 {
         f16_to_f32(raw)
     }
@@ -52,6 +54,7 @@ impl FloatFormat for Bf16 {
     type Raw = [u8; 2];
 
     /// BF16 is the top half of an f32.
+    #[inline(always)]
     fn to_f32(raw: [u8; 2]) -> f32 {
         f32::from_bits(u32::from(u16::from_le_bytes(raw)) << 16)
     }
@@ -79,6 +82,7 @@ fn raws<F: FloatFormat>(bytes: &[u8]) -> Result<&[F::Raw], QuantError> {
 }
 
 /// Callers have checked that `out` holds exactly the row's elements.
+#[inline(always)]
 pub(super) fn dequantize_row<F: FloatFormat>(
     bytes: &[u8],
     out: &mut [f32],
@@ -91,6 +95,7 @@ pub(super) fn dequantize_row<F: FloatFormat>(
 
 /// Converts a chunk at a time into a stack buffer so the multiply-add loop stays branch-free;
 /// callers have checked that `x` holds exactly the row's elements.
+#[inline(always)]
 pub(super) fn dot_row<F: FloatFormat>(bytes: &[u8], x: &[f32]) -> Result<f32, QuantError> {
     const CHUNK: usize = 64;
     let mut buffer = [0.0f32; CHUNK];

@@ -10,7 +10,13 @@
 //! - `dot_row(ty, bytes, x: &[f32]) -> Result<f32, QuantError>` (never materializes the row)
 //! - `quantize_row(ty, x: &[f32], out: &mut Vec<u8>) -> Result<(), QuantError>` (F32, F16, BF16, Q8_0, Q4_K, Q6_K)
 //! - `dequantize(ty, bytes, n_elems) -> Result<Vec<f32>, QuantError>` (allocating convenience)
+//!
+//! The f32 paths compute the same operations in the same order on every machine; on x86-64
+//! with AVX2 and FMA they are compiled a second time for those features (picked at run time),
+//! which only widens the vectors. The 8-bit activation path (`QuantizedActivations`,
+//! `dot_row_quantized`) is an approximation for speed, with integer kernels.
 
+mod activations;
 mod block;
 mod float;
 mod ggml_type;
@@ -21,8 +27,16 @@ mod q5_0;
 mod q5_k;
 mod q6_k;
 mod q8_0;
+mod quantized_dot;
+#[cfg(target_arch = "x86_64")]
+mod quantized_dot_avx2;
+mod simd;
 
+pub use activations::{QuantizedActivations, ACTIVATION_BLOCK};
 pub use ggml_type::{row_bytes, GgmlType};
+pub use quantized_dot::{
+    dot_row_quantized, dot_row_quantized_scalar, dot_row_quantized_tokens, has_quantized_dot,
+};
 
 use float::{Bf16, F16, F32};
 
@@ -60,6 +74,12 @@ pub enum QuantError {
 /// Decodes one encoded row into `out`, whose length must be the row's element count.
 pub fn dequantize_row(ty: GgmlType, bytes: &[u8], out: &mut [f32]) -> Result<(), QuantError> {
     check_row(ty, bytes, out.len(), "the output", "dequantize_row")?;
+    simd::dequantize_row(ty, bytes, out)
+}
+
+/// [`dequantize_row`] after the checks; inlined into each instruction-set build.
+#[inline(always)]
+fn dequantize_row_unchecked(ty: GgmlType, bytes: &[u8], out: &mut [f32]) -> Result<(), QuantError> {
     match ty {
         GgmlType::F32 => float::dequantize_row::<F32>(bytes, out),
         GgmlType::F16 => float::dequantize_row::<F16>(bytes, out),
@@ -77,6 +97,12 @@ pub fn dequantize_row(ty: GgmlType, bytes: &[u8], out: &mut [f32]) -> Result<(),
 /// The dot product of one encoded row with `x`, decoding one block at a time.
 pub fn dot_row(ty: GgmlType, bytes: &[u8], x: &[f32]) -> Result<f32, QuantError> {
     check_row(ty, bytes, x.len(), "x", "dot_row")?;
+    simd::dot_row(ty, bytes, x)
+}
+
+/// [`dot_row`] after the checks; inlined into each instruction-set build.
+#[inline(always)]
+fn dot_row_unchecked(ty: GgmlType, bytes: &[u8], x: &[f32]) -> Result<f32, QuantError> {
     match ty {
         GgmlType::F32 => float::dot_row::<F32>(bytes, x),
         GgmlType::F16 => float::dot_row::<F16>(bytes, x),
@@ -88,6 +114,42 @@ pub fn dot_row(ty: GgmlType, bytes: &[u8], x: &[f32]) -> Result<f32, QuantError>
         GgmlType::Q5_K => block::dot_row::<q5_k::Q5K>(bytes, x),
         GgmlType::Q6_K => block::dot_row::<q6_k::Q6K>(bytes, x),
         _ => unsupported(ty, "dot_row"),
+    }
+}
+
+/// `out[t] = w · xs[t]` for f32 rows, bit-identical to `dot_row(GgmlType::F32, ..)` per token
+/// but reading `w` once per few tokens (the exact prefill's inner kernel).
+pub fn dot_f32_tokens(w: &[f32], xs: &[&[f32]], out: &mut [f32]) -> Result<(), QuantError> {
+    let mismatch = |what, elems| QuantError::LengthMismatch {
+        ty: GgmlType::F32,
+        bytes: std::mem::size_of_val(w),
+        row_elems: w.len(),
+        what,
+        elems,
+    };
+    if out.len() != xs.len() {
+        return Err(mismatch("the output (one value per x)", out.len()));
+    }
+    if let Some(x) = xs.iter().find(|x| x.len() != w.len()) {
+        return Err(mismatch("an x", x.len()));
+    }
+    simd::dot_f32_tokens(w, xs, out);
+    Ok(())
+}
+
+/// [`dot_f32_tokens`] after the checks; inlined into each instruction-set build.
+#[inline(always)]
+fn dot_f32_tokens_unchecked(w: &[f32], xs: &[&[f32]], out: &mut [f32]) {
+    const TOKENS: usize = 4;
+    let mut groups = xs.chunks_exact(TOKENS);
+    let mut outs = out.chunks_exact_mut(TOKENS);
+    for (group, ys) in (&mut groups).zip(&mut outs) {
+        let group = std::array::from_fn(|t| group.get(t).copied().unwrap_or(&[][..]));
+        ys.copy_from_slice(&lanes::dot_many::<TOKENS>(w, group));
+    }
+    for (x, y) in groups.remainder().iter().zip(outs.into_remainder()) {
+        let [single] = lanes::dot_many(w, [*x]);
+        *y = single;
     }
 }
 

@@ -20,6 +20,7 @@ impl BlockFormat for Q4_0 {
     type Block = BlockQ4_0;
     type Weights = [f32; 32];
 
+    #[inline(always)]
     fn decode(block: &BlockQ4_0, out: &mut [f32; 32]) {
         let d = f16_to_f32(block.d);
         let (low, high) = out.split_at_mut(16);

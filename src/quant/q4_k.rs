@@ -11,10 +11,10 @@ use super::GgmlType;
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 pub(super) struct BlockQ4K {
-    d: [u8; 2],
-    dmin: [u8; 2],
-    scales: [u8; 12],
-    qs: [[u8; 32]; 4],
+    pub(super) d: [u8; 2],
+    pub(super) dmin: [u8; 2],
+    pub(super) scales: [u8; 12],
+    pub(super) qs: [[u8; 32]; 4],
 }
 
 pub(super) struct Q4K;
@@ -22,16 +22,24 @@ pub(super) struct Q4K;
 /// Unpacks the eight 6-bit scales and mins. Bytes 0..4 hold scales 0..4 and bytes 4..8 mins
 /// 0..4 in their low six bits; runs 4..8 keep their low four bits in the nibbles of bytes
 /// 8..12 and their top two bits in the spare top bits of bytes 0..8.
-fn unpack_scale_mins(packed: &[u8; 12]) -> ([u8; 8], [u8; 8]) {
-    let mut scales = [0u8; 8];
-    let mut mins = [0u8; 8];
-    for s in 0..4 {
-        scales[s] = packed[s] & 63;
-        mins[s] = packed[s + 4] & 63;
-        scales[s + 4] = (packed[s + 8] & 0x0f) | ((packed[s] >> 6) << 4);
-        mins[s + 4] = (packed[s + 8] >> 4) | ((packed[s + 4] >> 6) << 4);
-    }
-    (scales, mins)
+/// Works on the three little-endian words at once: each byte lane of a word is one field.
+#[inline(always)]
+pub(super) fn unpack_scale_mins(packed: &[u8; 12]) -> ([u8; 8], [u8; 8]) {
+    let [a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3] = *packed;
+    let (first, second, third) = (
+        u32::from_le_bytes([a0, a1, a2, a3]),
+        u32::from_le_bytes([b0, b1, b2, b3]),
+        u32::from_le_bytes([c0, c1, c2, c3]),
+    );
+    const LOW_SIX: u32 = 0x3f3f_3f3f;
+    const LOW_FOUR: u32 = 0x0f0f_0f0f;
+    const TOP_TWO: u32 = 0x0303_0303;
+    let scales_low = first & LOW_SIX;
+    let mins_low = second & LOW_SIX;
+    let scales_high = (third & LOW_FOUR) | (((first >> 6) & TOP_TWO) << 4);
+    let mins_high = ((third >> 4) & LOW_FOUR) | (((second >> 6) & TOP_TWO) << 4);
+    let join = |low: u32, high: u32| (u64::from(low) | (u64::from(high) << 32)).to_le_bytes();
+    (join(scales_low, scales_high), join(mins_low, mins_high))
 }
 
 /// The inverse of [`unpack_scale_mins`]; every value must be below 64.
@@ -47,6 +55,7 @@ fn pack_scale_mins(scales: &[u8; 8], mins: &[u8; 8]) -> [u8; 12] {
 
 /// `x = d·sc·q − dmin·m` over eight unpacked runs; `d·sc` and `dmin·m` are rounded to f32 first,
 /// as ggml does, so results match it exactly.
+#[inline(always)]
 pub(super) fn dequantize_runs(
     d: [u8; 2],
     dmin: [u8; 2],
@@ -72,6 +81,7 @@ impl BlockFormat for Q4K {
     type Block = BlockQ4K;
     type Weights = [f32; 256];
 
+    #[inline(always)]
     fn decode(block: &BlockQ4K, out: &mut [f32; 256]) {
         let mut runs = [[0u8; 32]; 8];
         for (pair, group) in runs.chunks_exact_mut(2).zip(&block.qs) {

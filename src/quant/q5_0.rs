@@ -21,6 +21,7 @@ impl BlockFormat for Q5_0 {
     type Block = BlockQ5_0;
     type Weights = [f32; 32];
 
+    #[inline(always)]
     fn decode(block: &BlockQ5_0, out: &mut [f32; 32]) {
         let d = f16_to_f32(block.d);
         let high_bits = u32::from_le_bytes(block.qh);

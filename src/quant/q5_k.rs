@@ -24,6 +24,7 @@ impl BlockFormat for Q5K {
     type Block = BlockQ5K;
     type Weights = [f32; 256];
 
+    #[inline(always)]
     fn decode(block: &BlockQ5K, out: &mut [f32; 256]) {
         let mut runs = [[0u8; 32]; 8];
         for (j, (pair, group)) in runs.chunks_exact_mut(2).zip(&block.qs).enumerate() {

@@ -14,10 +14,10 @@ use super::GgmlType;
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 pub(super) struct BlockQ6K {
-    ql: [[u8; 64]; 2],
-    qh: [[u8; 32]; 2],
-    scales: [i8; 16],
-    d: [u8; 2],
+    pub(super) ql: [[u8; 64]; 2],
+    pub(super) qh: [[u8; 32]; 2],
+    pub(super) scales: [i8; 16],
+    pub(super) d: [u8; 2],
 }
 
 pub(super) struct Q6K;
@@ -30,6 +30,7 @@ impl BlockFormat for Q6K {
     type Block = BlockQ6K;
     type Weights = [f32; 256];
 
+    #[inline(always)]
     fn decode(block: &BlockQ6K, out: &mut [f32; 256]) {
         let mut levels: Quarters = [[[0; 32]; 4]; 2];
         for ((quarters, ql), qh) in levels.iter_mut().zip(&block.ql).zip(&block.qh) {

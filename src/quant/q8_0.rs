@@ -8,8 +8,8 @@ use super::GgmlType;
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 pub(super) struct BlockQ8_0 {
-    d: [u8; 2],
-    qs: [i8; 32],
+    pub(super) d: [u8; 2],
+    pub(super) qs: [i8; 32],
 }
 
 pub(super) struct Q8_0;
@@ -19,6 +19,7 @@ impl BlockFormat for Q8_0 {
     type Block = BlockQ8_0;
     type Weights = [f32; 32];
 
+    #[inline(always)]
     fn decode(block: &BlockQ8_0, out: &mut [f32; 32]) {
         let d = f16_to_f32(block.d);
         for (out, &q) in out.iter_mut().zip(&block.qs) {
