@@ -4,7 +4,7 @@
 use super::{open_gguf, parse_backend};
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use qwen35::backend::cpu::CpuBackend;
+use qwen35::backend::cpu::{CpuBackend, CpuMode};
 use qwen35::backend::gpu::Wgpu;
 use qwen35::bench::{
     bench_backend, probe_read_gbps, render_gemv, render_svg, render_table, run_gemv,
@@ -150,7 +150,7 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
                 gbps: Some(gbps),
                 source: PeakSource::Given,
             },
-            (None, BackendKind::Cpu) => {
+            (None, BackendKind::Cpu | BackendKind::CpuFast) => {
                 if probed.is_none() {
                     progress.line("measuring the CPU's streaming-read bandwidth");
                     probed = Some(probe_read_gbps(threads).context("bandwidth probe")?);
@@ -210,9 +210,14 @@ fn run_gemv_bench(args: GemvArgs) -> anyhow::Result<()> {
         repeats: args.repeats,
     };
     let report = match args.backend {
-        BackendKind::Cpu => {
-            let cpu = CpuBackend::new(args.threads.unwrap_or_else(all_cores))?;
-            run_gemv(&cpu, "cpu", &opts)?
+        BackendKind::Cpu | BackendKind::CpuFast => {
+            let mode = if args.backend == BackendKind::CpuFast {
+                CpuMode::Fast
+            } else {
+                CpuMode::Exact
+            };
+            let cpu = CpuBackend::with_options(args.threads.unwrap_or_else(all_cores), mode)?;
+            run_gemv(&cpu, args.backend.name(), &opts)?
         }
         BackendKind::Wgpu => {
             let gpu = Wgpu::new()?;

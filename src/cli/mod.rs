@@ -69,7 +69,7 @@ pub struct EngineArgs {
     /// GGUF model file.
     #[arg(short, long)]
     pub model: PathBuf,
-    /// Who runs the ops: cpu, wgpu or metal.
+    /// Who runs the ops: cpu (exact), cpu-fast (8-bit activations), wgpu or metal.
     #[arg(long, default_value = "cpu", value_parser = parse_backend)]
     pub backend: BackendKind,
     /// Context length in tokens (default: the model's, capped at 8192).

@@ -8,14 +8,17 @@ use super::forward::{forward, SkipLayers};
 use super::state::{Snapshot, State};
 use super::weights::Weights;
 use super::ModelError;
-use crate::backend::cpu::CpuBackend;
+use crate::backend::cpu::{CpuBackend, CpuMode};
 use crate::backend::gpu::Wgpu;
 use crate::backend::{Backend, BackendStats};
 use crate::gguf::GgufFile;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendKind {
+    /// The exact f32 reference.
     Cpu,
+    /// The CPU with 8-bit activations in the K-quant and Q8_0 matmuls (faster, not exact).
+    CpuFast,
     Wgpu,
     Metal,
 }
@@ -24,6 +27,7 @@ impl BackendKind {
     pub fn name(self) -> &'static str {
         match self {
             BackendKind::Cpu => "cpu",
+            BackendKind::CpuFast => "cpu-fast",
             BackendKind::Wgpu => "wgpu",
             BackendKind::Metal => "metal",
         }
@@ -42,6 +46,7 @@ impl FromStr for BackendKind {
     fn from_str(s: &str) -> Result<BackendKind, ModelError> {
         match s {
             "cpu" => Ok(BackendKind::Cpu),
+            "cpu-fast" => Ok(BackendKind::CpuFast),
             "wgpu" => Ok(BackendKind::Wgpu),
             "metal" => Ok(BackendKind::Metal),
             other => Err(ModelError::UnknownBackend(other.to_string())),
@@ -81,10 +86,17 @@ pub fn load_engine(
 ) -> Result<Box<dyn Engine>, ModelError> {
     let config = Config::from_gguf(&file)?;
     match backend {
-        BackendKind::Cpu => {
-            let cpu = CpuBackend::new(threads).map_err(|e| ModelError::BackendUnavailable {
-                backend: "cpu",
-                reason: e.to_string(),
+        BackendKind::Cpu | BackendKind::CpuFast => {
+            let mode = if backend == BackendKind::CpuFast {
+                CpuMode::Fast
+            } else {
+                CpuMode::Exact
+            };
+            let cpu = CpuBackend::with_options(threads, mode).map_err(|e| {
+                ModelError::BackendUnavailable {
+                    backend: backend.name(),
+                    reason: e.to_string(),
+                }
             })?;
             Ok(Box::new(Session::new(cpu, &file, config, ctx)?))
         }
