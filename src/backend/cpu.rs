@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape, OpTiming};
+use super::{shape, AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape, OpTiming};
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::quant::{self, GgmlType};
 
@@ -263,27 +263,12 @@ fn shape_error(op: &'static str, detail: String) -> BackendError {
     BackendError::Shape { op, detail }
 }
 
-/// Fails unless `a` and `b` have the same shape.
 fn same_dims(op: &'static str, a: &CpuTensor, b: &CpuTensor) -> Result<(), BackendError> {
-    if (a.rows, a.cols) == (b.rows, b.cols) {
-        Ok(())
-    } else {
-        Err(shape_error(
-            op,
-            format!("{}×{} vs {}×{}", a.rows, a.cols, b.rows, b.cols),
-        ))
-    }
+    shape::same_dims((a.rows, a.cols), (b.rows, b.cols)).map_err(|d| shape_error(op, d))
 }
 
-/// Fails unless `group` is non-zero and divides the tensor's columns.
 fn whole_groups(op: &'static str, x: &CpuTensor, group: usize) -> Result<(), BackendError> {
-    if group == 0 || !x.cols.is_multiple_of(group) {
-        return Err(shape_error(
-            op,
-            format!("{} columns are not whole groups of {group}", x.cols),
-        ));
-    }
-    Ok(())
+    shape::whole_groups(x.cols, group).map_err(|d| shape_error(op, d))
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {

@@ -46,6 +46,27 @@ pub struct DeltaNetShape {
     pub v_dim: usize,
 }
 
+/// Shape rules that every backend checks alike; each gives the detail of a mismatch.
+pub mod shape {
+    /// Two `(rows, cols)` shapes must be equal.
+    pub fn same_dims(a: (usize, usize), b: (usize, usize)) -> Result<(), String> {
+        if a == b {
+            Ok(())
+        } else {
+            Err(format!("{}×{} vs {}×{}", a.0, a.1, b.0, b.1))
+        }
+    }
+
+    /// `group` must be non-zero and divide `cols`.
+    pub fn whole_groups(cols: usize, group: usize) -> Result<(), String> {
+        if group == 0 || !cols.is_multiple_of(group) {
+            Err(format!("{cols} columns are not whole groups of {group}"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
 /// Work counters and, when profiling is on, time per op class (for `qwen35 bench`).
 #[derive(Clone, Debug, Default)]
 pub struct BackendStats {

@@ -3,6 +3,7 @@
 use super::kernels::{Kernel, GEMV_ROWS};
 use super::recorder::Binding;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
+use crate::backend::shape;
 use crate::backend::{AttentionShape, DeltaNetShape};
 
 /// Invocations per workgroup of every kernel (WGSL `WG` in grid.wgsl).
@@ -30,24 +31,11 @@ fn word(op: &'static str, what: &str, n: usize) -> Result<u32, GpuError> {
 }
 
 fn same_dims(op: &'static str, a: &GpuTensor, b: &GpuTensor) -> Result<(), GpuError> {
-    if a.dims() == b.dims() {
-        Ok(())
-    } else {
-        Err(shape_error(
-            op,
-            format!("{}×{} vs {}×{}", a.rows, a.cols, b.rows, b.cols),
-        ))
-    }
+    shape::same_dims(a.dims(), b.dims()).map_err(|d| shape_error(op, d))
 }
 
 fn whole_groups(op: &'static str, x: &GpuTensor, group: usize) -> Result<(), GpuError> {
-    if group == 0 || !x.cols.is_multiple_of(group) {
-        return Err(shape_error(
-            op,
-            format!("{} columns are not whole groups of {group}", x.cols),
-        ));
-    }
-    Ok(())
+    shape::whole_groups(x.cols, group).map_err(|d| shape_error(op, d))
 }
 
 fn one_row(op: &'static str, w: &GpuTensor) -> Result<(), GpuError> {
