@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{shape, AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape, OpTiming};
+use super::{checks, AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape, OpTiming};
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::quant::{self, GgmlType};
 
@@ -264,11 +264,11 @@ fn shape_error(op: &'static str, detail: String) -> BackendError {
 }
 
 fn same_dims(op: &'static str, a: &CpuTensor, b: &CpuTensor) -> Result<(), BackendError> {
-    shape::same_dims((a.rows, a.cols), (b.rows, b.cols)).map_err(|d| shape_error(op, d))
+    checks::same_dims((a.rows, a.cols), (b.rows, b.cols)).map_err(|d| shape_error(op, d))
 }
 
 fn whole_groups(op: &'static str, x: &CpuTensor, group: usize) -> Result<(), BackendError> {
-    shape::whole_groups(x.cols, group).map_err(|d| shape_error(op, d))
+    checks::whole_groups(x.cols, group).map_err(|d| shape_error(op, d))
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -705,31 +705,16 @@ impl Backend for CpuBackend {
                     n_kv_head,
                     head_dim,
                 } = shape;
-                let kv_cols = n_kv_head * head_dim;
-                let fits = n_kv_head > 0
-                    && n_head.is_multiple_of(n_kv_head)
-                    && q.cols == n_head * head_dim
-                    && (k.rows, k.cols) == (q.rows, kv_cols)
-                    && (v.rows, v.cols) == (q.rows, kv_cols)
-                    && k_cache.cols == kv_cols
-                    && v_cache.cols == kv_cols
-                    && pos0 + q.rows <= k_cache.rows.min(v_cache.rows);
-                if !fits {
-                    return Err(shape_error(
-                        op,
-                        format!(
-                            "q {}×{}, k {}×{}, v {}×{}, caches {}×{} at {pos0} for {shape:?}",
-                            q.rows,
-                            q.cols,
-                            k.rows,
-                            k.cols,
-                            v.rows,
-                            v.cols,
-                            k_cache.rows,
-                            k_cache.cols
-                        ),
-                    ));
-                }
+                checks::attention(
+                    (q.rows, q.cols),
+                    (k.rows, k.cols),
+                    (v.rows, v.cols),
+                    (k_cache.rows, k_cache.cols),
+                    (v_cache.rows, v_cache.cols),
+                    pos0,
+                    shape,
+                )
+                .map_err(|d| shape_error(op, d))?;
                 self.write_rows(k_cache, pos0, &k.data)?;
                 self.write_rows(v_cache, pos0, &v.data)?;
                 let group = n_head / n_kv_head;

@@ -47,13 +47,43 @@ pub struct DeltaNetShape {
 }
 
 /// Shape rules that every backend checks alike; each gives the detail of a mismatch.
-pub mod shape {
+pub mod checks {
     /// Two `(rows, cols)` shapes must be equal.
     pub fn same_dims(a: (usize, usize), b: (usize, usize)) -> Result<(), String> {
         if a == b {
             Ok(())
         } else {
             Err(format!("{}×{} vs {}×{}", a.0, a.1, b.0, b.1))
+        }
+    }
+
+    /// The operands of [`super::Backend::attention`] (each a `(rows, cols)` shape) must fit
+    /// `shape`, and the caches must hold rows `pos0..pos0 + q.rows`.
+    pub fn attention(
+        q: (usize, usize),
+        k: (usize, usize),
+        v: (usize, usize),
+        k_cache: (usize, usize),
+        v_cache: (usize, usize),
+        pos0: usize,
+        shape: super::AttentionShape,
+    ) -> Result<(), String> {
+        let kv_cols = shape.n_kv_head * shape.head_dim;
+        let fits = shape.n_kv_head > 0
+            && shape.n_head.is_multiple_of(shape.n_kv_head)
+            && q.1 == shape.n_head * shape.head_dim
+            && k == (q.0, kv_cols)
+            && v == (q.0, kv_cols)
+            && k_cache.1 == kv_cols
+            && v_cache.1 == kv_cols
+            && pos0.saturating_add(q.0) <= k_cache.0.min(v_cache.0);
+        if fits {
+            Ok(())
+        } else {
+            Err(format!(
+                "q {}×{}, k {}×{}, v {}×{}, caches {}×{} and {}×{} at {pos0} for {shape:?}",
+                q.0, q.1, k.0, k.1, v.0, v.1, k_cache.0, k_cache.1, v_cache.0, v_cache.1
+            ))
         }
     }
 

@@ -3,7 +3,7 @@
 use super::kernels::{Kernel, GEMV_ROWS};
 use super::recorder::Binding;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
-use crate::backend::shape;
+use crate::backend::checks;
 use crate::backend::{AttentionShape, DeltaNetShape};
 
 /// Invocations per workgroup of every kernel (WGSL `WG` in grid.wgsl).
@@ -31,11 +31,11 @@ fn word(op: &'static str, what: &str, n: usize) -> Result<u32, GpuError> {
 }
 
 fn same_dims(op: &'static str, a: &GpuTensor, b: &GpuTensor) -> Result<(), GpuError> {
-    shape::same_dims(a.dims(), b.dims()).map_err(|d| shape_error(op, d))
+    checks::same_dims(a.dims(), b.dims()).map_err(|d| shape_error(op, d))
 }
 
 fn whole_groups(op: &'static str, x: &GpuTensor, group: usize) -> Result<(), GpuError> {
-    shape::whole_groups(x.cols, group).map_err(|d| shape_error(op, d))
+    checks::whole_groups(x.cols, group).map_err(|d| shape_error(op, d))
 }
 
 fn one_row(op: &'static str, w: &GpuTensor) -> Result<(), GpuError> {
@@ -400,25 +400,22 @@ impl Wgpu {
             head_dim,
         } = shape;
         let kv_cols = n_kv_head * head_dim;
-        let fits = n_kv_head > 0
-            && n_head.is_multiple_of(n_kv_head)
-            && (1..=MAX_HEAD_DIM).contains(&head_dim)
-            && q.cols == n_head * head_dim
-            && k.dims() == (q.rows, kv_cols)
-            && v.dims() == (q.rows, kv_cols)
-            && k_cache.cols == kv_cols
-            && v_cache.cols == kv_cols
-            && pos0.saturating_add(q.rows) <= k_cache.rows.min(v_cache.rows);
-        if !fits {
+        if !(1..=MAX_HEAD_DIM).contains(&head_dim) {
             return Err(shape_error(
                 "attention",
-                format!(
-                    "q {}×{}, k {}×{}, v {}×{}, caches {}×{} at {pos0} for {n_head} heads, \
-                     {n_kv_head} kv heads of {head_dim} (at most {MAX_HEAD_DIM})",
-                    q.rows, q.cols, k.rows, k.cols, v.rows, v.cols, k_cache.rows, k_cache.cols
-                ),
+                format!("head dim {head_dim} is outside 1..={MAX_HEAD_DIM}"),
             ));
         }
+        checks::attention(
+            q.dims(),
+            k.dims(),
+            v.dims(),
+            k_cache.dims(),
+            v_cache.dims(),
+            pos0,
+            shape,
+        )
+        .map_err(|d| shape_error("attention", d))?;
         let out = self.output(q.rows, q.cols)?;
         let scale = 1.0 / (head_dim as f32).sqrt();
         self.record(
