@@ -385,7 +385,13 @@ fn reference_attention(
 fn attention_prefill_then_decode() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng::new(8);
-    let shape = (6, 2, 40);
+    // The widest head the kernel takes, and a narrow one that leaves invocations idle.
+    for shape in [(6, 2, 40), (4, 1, 256)] {
+        attention_case(gpu, &mut rng, shape);
+    }
+}
+
+fn attention_case(gpu: &Wgpu, rng: &mut Rng, shape: (usize, usize, usize)) {
     let (n_head, n_kv_head, head_dim) = shape;
     let (kv_cols, capacity, prefill) = (n_kv_head * head_dim, 80, 67);
     let k_cache = gpu.zeros(capacity, kv_cols).unwrap();
@@ -643,6 +649,66 @@ fn quantized_matmul_and_embed_against_quant_module() {
         }
         let got = gpu.embed(&weight, &ids).unwrap();
         assert_close(&format!("embed {ty:?}"), &read_all(gpu, &got), &want);
+    }
+}
+
+/// The residual-add and SwiGLU-input GEMVs, with and without subgroups, on formats with a fast
+/// GEMV (fused) and without (composed): acc + (silu(gate) ⊙ up) · Wᵀ and acc + x · Wᵀ.
+#[test]
+fn fused_residual_matmuls_against_reference() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(13);
+    let (rows, cols, tokens) = (21, 256, 2);
+    for ty in [
+        GgmlType::Q4_K,
+        GgmlType::Q6_K,
+        GgmlType::Q8_0,
+        GgmlType::Q5_K,
+    ] {
+        let bytes = random_blocks(&mut rng, ty, rows * cols);
+        let row_bytes = bytes.len() / rows;
+        let (gate, up, acc) = (
+            rng.vec(tokens * cols),
+            rng.vec(tokens * cols),
+            rng.vec(tokens * rows),
+        );
+        let dot_rows = |x: &[f32]| -> Vec<f32> {
+            x.chunks_exact(cols)
+                .flat_map(|xr| {
+                    bytes
+                        .chunks_exact(row_bytes)
+                        .map(|row| qwen35::quant::dot_row(ty, row, xr).unwrap())
+                })
+                .collect()
+        };
+        let swiglu: Vec<f32> = gate.iter().zip(&up).map(|(&g, &u)| silu(g) * u).collect();
+        let plus_acc =
+            |y: Vec<f32>| -> Vec<f32> { y.iter().zip(&acc).map(|(y, a)| y + a).collect() };
+        let want_plain = plus_acc(dot_rows(&gate));
+        let want_swiglu = plus_acc(dot_rows(&swiglu));
+        for device in [gpu, plain_gpu()] {
+            let weight = device
+                .upload_weight_in_parts("w", ty, rows, cols, &bytes, 8)
+                .unwrap();
+            let (gt, ut) = (
+                device.upload(tokens, cols, &gate).unwrap(),
+                device.upload(tokens, cols, &up).unwrap(),
+            );
+            let sum = device.upload(tokens, rows, &acc).unwrap();
+            device.matmul_add(&gt, &weight, &sum).unwrap();
+            assert_close(
+                &format!("matmul_add {ty:?}"),
+                &read_all(device, &sum),
+                &want_plain,
+            );
+            let sum = device.upload(tokens, rows, &acc).unwrap();
+            device.swiglu_matmul_add(&gt, &ut, &weight, &sum).unwrap();
+            assert_close(
+                &format!("swiglu_matmul_add {ty:?}"),
+                &read_all(device, &sum),
+                &want_swiglu,
+            );
+        }
     }
 }
 

@@ -1,9 +1,12 @@
 // Causal GQA softmax attention of one query row and head per workgroup over cache rows
 // 0..=pos0+t. This call's k and v are read from their own tensors and written into cache rows
 // pos0.. by the workgroups of each kv head's first query head; no workgroup reads those cache
-// rows, so one dispatch both appends and attends. Keys are taken WG at a time with an
-// online softmax: each invocation scores one key of the tile, then owns up to MAX_DIMS/WG output
-// dimensions and accumulates the tile's weighted values into them.
+// rows, so one dispatch both appends and attends.
+//
+// Keys are taken TILE at a time with an online softmax. Invocation i owns dimensions 4i..4i+3 of
+// the head, so every key and value row is read with one coalesced vec4 load per invocation:
+// the per-dimension products of all TILE keys go to workgroup memory, invocation j then sums key
+// j's row of them into its score, and the weighted values accumulate in each invocation's vec4.
 
 struct Params {
     n_head: u32,
@@ -17,34 +20,37 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k_new: array<f32>;
-@group(0) @binding(3) var<storage, read> v_new: array<f32>;
-@group(0) @binding(4) var<storage, read_write> k_cache: array<f32>;
-@group(0) @binding(5) var<storage, read_write> v_cache: array<f32>;
-@group(0) @binding(6) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> out: array<vec4<f32>>;
 
-const MAX_DIMS: u32 = 256u;
-const DIMS_PER_INVOCATION: u32 = MAX_DIMS / WG;
+// Keys per tile: one score per invocation.
+const TILE: u32 = WG;
+// A row of products is padded by one so that the invocations summing different rows read
+// different banks.
+const ROW: u32 = WG + 1u;
 // Below any score; exp(NEG_HUGE − m) is 0 for every finite m.
 const NEG_HUGE: f32 = -3.0e38;
 
-var<workgroup> q_head: array<f32, MAX_DIMS>;
-var<workgroup> weights: array<f32, WG>;
+var<workgroup> products: array<f32, TILE * ROW>;
+var<workgroup> weights: array<f32, TILE>;
 
-// Column `col` of key row j: rows before pos0 from the cache, this call's from k_new.
-fn key_at(j: u32, col: u32) -> f32 {
+// vec4 `lane` of key row j: rows before pos0 from the cache, this call's from k_new.
+fn key_at(j: u32, lane: u32) -> vec4<f32> {
     if (j < p.pos0) {
-        return k_cache[j * p.kv_cols + col];
+        return k_cache[j * p.kv_cols / 4u + lane];
     }
-    return k_new[(j - p.pos0) * p.kv_cols + col];
+    return k_new[(j - p.pos0) * p.kv_cols / 4u + lane];
 }
 
-fn value_at(j: u32, col: u32) -> f32 {
+fn value_at(j: u32, lane: u32) -> vec4<f32> {
     if (j < p.pos0) {
-        return v_cache[j * p.kv_cols + col];
+        return v_cache[j * p.kv_cols / 4u + lane];
     }
-    return v_new[(j - p.pos0) * p.kv_cols + col];
+    return v_new[(j - p.pos0) * p.kv_cols / 4u + lane];
 }
 
 @compute @workgroup_size(WG)
@@ -60,62 +66,55 @@ fn main(
         return;
     }
     let group = p.n_head / p.n_kv_head;
-    let kv_base = (h / group) * p.head_dim;
-    let q_base = (t * p.n_head + h) * p.head_dim;
-    if (h % group == 0u) {
-        let src = t * p.kv_cols + kv_base;
-        let dst = (p.pos0 + t) * p.kv_cols + kv_base;
-        for (var d = lid; d < p.head_dim; d += WG) {
-            k_cache[dst + d] = k_new[src + d];
-            v_cache[dst + d] = v_new[src + d];
-        }
+    let lanes = p.head_dim / 4u;
+    let owns = lid < lanes;
+    // Invocations past the head's last vec4 read lane 0 and discard it.
+    let lane = select(0u, lid, owns);
+    let kv_lane = (h / group) * lanes + lane;
+    let q_index = (t * p.n_head + h) * lanes + lane;
+    if (h % group == 0u && owns) {
+        let src = t * p.kv_cols / 4u + kv_lane;
+        let dst = (p.pos0 + t) * p.kv_cols / 4u + kv_lane;
+        k_cache[dst] = k_new[src];
+        v_cache[dst] = v_new[src];
     }
-    for (var d = lid; d < p.head_dim; d += WG) {
-        q_head[d] = q[q_base + d];
-    }
-    workgroupBarrier();
+    let q_part = select(vec4<f32>(0.0), q[q_index], owns);
 
     let seen = p.pos0 + t + 1u;
     var running_max = NEG_HUGE;
     var running_sum = 0.0;
-    var acc: array<f32, DIMS_PER_INVOCATION>;
-    for (var tile = 0u; tile < seen; tile += WG) {
-        let j = tile + lid;
+    var acc = vec4<f32>(0.0);
+    for (var tile = 0u; tile < seen; tile += TILE) {
+        let tile_len = min(TILE, seen - tile);
+        for (var jj = 0u; jj < tile_len; jj++) {
+            products[jj * ROW + lid] = dot(q_part, key_at(tile + jj, kv_lane));
+        }
+        workgroupBarrier();
         var score = NEG_HUGE;
-        if (j < seen) {
-            var dot = 0.0;
-            for (var d = 0u; d < p.head_dim; d++) {
-                dot += q_head[d] * key_at(j, kv_base + d);
+        if (lid < tile_len) {
+            var dot_sum = 0.0;
+            for (var i = 0u; i < lanes; i++) {
+                dot_sum += products[lid * ROW + i];
             }
-            score = dot * p.scale;
+            score = dot_sum * p.scale;
         }
         let new_max = max(running_max, workgroup_max(score, lid));
         let correction = exp(running_max - new_max);
         var weight = 0.0;
-        if (j < seen) {
+        if (lid < tile_len) {
             weight = exp(score - new_max);
         }
         weights[lid] = weight;
         running_sum = running_sum * correction + workgroup_sum(weight, lid);
         running_max = new_max;
-        let tile_len = min(WG, seen - tile);
-        for (var slot = 0u; slot < DIMS_PER_INVOCATION; slot++) {
-            let d = lid + slot * WG;
-            if (d < p.head_dim) {
-                var a = acc[slot] * correction;
-                for (var jj = 0u; jj < tile_len; jj++) {
-                    a += weights[jj] * value_at(tile + jj, kv_base + d);
-                }
-                acc[slot] = a;
-            }
+        acc *= correction;
+        for (var jj = 0u; jj < tile_len; jj++) {
+            acc += weights[jj] * value_at(tile + jj, kv_lane);
         }
-        // `weights` is rewritten by the next tile.
+        // `products` and `weights` are rewritten by the next tile.
         workgroupBarrier();
     }
-    for (var slot = 0u; slot < DIMS_PER_INVOCATION; slot++) {
-        let d = lid + slot * WG;
-        if (d < p.head_dim) {
-            out[q_base + d] = acc[slot] / running_sum;
-        }
+    if (owns) {
+        out[q_index] = acc / running_sum;
     }
 }

@@ -29,8 +29,8 @@ fn span_dot(
     var xb: array<vec4<f32>, 4>;
     var sums: array<f32, 4>;
     for (var part = 0u; part < 4u; part++) {
-        xa[part] = x[xi + 8u * part];
-        xb[part] = x[xi + 8u * part + 1u];
+        xa[part] = x_at(xi + 8u * part);
+        xb[part] = x_at(xi + 8u * part + 1u);
         sums[part] = dot(xa[part] + xb[part], vec4<f32>(1.0));
     }
     let scale_byte = l0 / 16u;

@@ -12,7 +12,7 @@ fn span_dot(
     let xi = x4 + task * 8u;
     var xs: array<vec4<f32>, 8>;
     for (var k = 0u; k < 8u; k++) {
-        xs[k] = x[xi + k];
+        xs[k] = x_at(xi + k);
     }
     for (var r = 0u; r < ROWS; r++) {
         let base = (*row_bytes_at)[r] + task * 34u;

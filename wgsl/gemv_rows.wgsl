@@ -2,7 +2,9 @@
 // cut into `tasks` equal spans of columns; invocation i takes spans i, i+WG, … and, for each,
 // loads its x values once and dots them with that span of all ROWS rows (so x is read from cache
 // once per ROWS rows). The weight format's file supplies `w`, `span_dot` and the span length;
-// the reduction prelude supplies `Lane` and `row_totals`.
+// the reduction prelude supplies `Lane` and `row_totals`; the input prelude supplies `x_at`, the
+// vec4 at an index of the input row (plain, or computed from two tensors). With `accumulate` the
+// sums are added to y (a residual add fused into the projection).
 
 struct Params {
     rows: u32,
@@ -12,11 +14,10 @@ struct Params {
     out_cols: u32,
     out_offset: u32,
     tasks: u32,
-    _pad: u32,
+    accumulate: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
 @compute @workgroup_size(WG)
@@ -44,6 +45,7 @@ fn main(
     }
     let totals = row_totals(acc, lane);
     if (lane.lid < ROWS && first + lane.lid < p.rows) {
-        y[t * p.out_cols + p.out_offset + first + lane.lid] = totals[lane.lid];
+        let i = t * p.out_cols + p.out_offset + first + lane.lid;
+        y[i] = totals[lane.lid] + select(0.0, y[i], p.accumulate != 0u);
     }
 }

@@ -150,6 +150,27 @@ pub trait Backend: Send + Sync {
     fn embed(&self, table: &Self::Weight, tokens: &[u32]) -> Result<Self::Tensor, BackendError>;
     /// `y = x · Wᵀ` for every row of x.
     fn matmul(&self, x: &Self::Tensor, w: &Self::Weight) -> Result<Self::Tensor, BackendError>;
+    /// `acc += x · Wᵀ`: a projection added to the residual stream.
+    fn matmul_add(
+        &self,
+        x: &Self::Tensor,
+        w: &Self::Weight,
+        acc: &mut Self::Tensor,
+    ) -> Result<(), BackendError> {
+        let y = self.matmul(x, w)?;
+        self.add(acc, &y)
+    }
+    /// `acc += (silu(gate) ⊙ up) · Wᵀ`: the SwiGLU MLP's down projection, added to the residual.
+    fn swiglu_matmul_add(
+        &self,
+        gate: &Self::Tensor,
+        up: &Self::Tensor,
+        w: &Self::Weight,
+        acc: &mut Self::Tensor,
+    ) -> Result<(), BackendError> {
+        let x = self.swiglu(gate, up)?;
+        self.matmul_add(&x, w, acc)
+    }
     /// Rows `start..start+count` of x.
     fn rows(
         &self,

@@ -47,25 +47,23 @@ pub fn forward<B: Backend>(
         if skip.skips(&layer.mixer) {
             continue;
         }
-        // Token mixing on the normed stream, added back to the residual.
+        // Token mixing on the normed stream, its output projection added back to the residual.
         let u = b.rms_norm(&h, &layer.attn_norm, eps)?;
-        let mixed = match (&layer.mixer, layer_state) {
+        match (&layer.mixer, layer_state) {
             (Mixer::Attention(a), LayerState::Attention { k, v }) => {
-                attention(b, cfg, a, &u, k, v, pos0)?
+                attention(b, cfg, a, &u, k, v, pos0, &mut h)?
             }
             (Mixer::DeltaNet(d), LayerState::DeltaNet { conv, recurrent }) => {
-                delta_net(b, cfg, d, &u, conv, recurrent)?
+                delta_net(b, cfg, d, &u, conv, recurrent, &mut h)?
             }
             _ => return Err(ModelError::StateMismatch { layer: i }),
-        };
-        b.add(&mut h, &mixed)?;
+        }
 
-        // §6 SwiGLU MLP on the normed stream, added back.
+        // §6 SwiGLU MLP on the normed stream, added back: h += W_down · (silu(W_gate·u) ⊙ W_up·u).
         let u = b.rms_norm(&h, &layer.post_attention_norm, eps)?;
         let gate = b.matmul(&u, &layer.ffn_gate)?;
         let up = b.matmul(&u, &layer.ffn_up)?;
-        let down = b.matmul(&b.swiglu(&gate, &up)?, &layer.ffn_down)?;
-        b.add(&mut h, &down)?;
+        b.swiglu_matmul_add(&gate, &up, &layer.ffn_down, &mut h)?;
     }
     state.position = pos0 + tokens.len();
 
@@ -79,7 +77,8 @@ pub fn forward<B: Backend>(
     Ok(b.matmul(&h, &w.output)?)
 }
 
-/// §4: gated full attention with qk-norm and partial NeoX RoPE.
+/// §4: gated full attention with qk-norm and partial NeoX RoPE; `h += W_o · o`.
+#[allow(clippy::too_many_arguments)]
 fn attention<B: Backend>(
     b: &B,
     cfg: &Config,
@@ -88,7 +87,8 @@ fn attention<B: Backend>(
     k_cache: &mut B::Tensor,
     v_cache: &mut B::Tensor,
     pos0: usize,
-) -> Result<B::Tensor, ModelError> {
+    h: &mut B::Tensor,
+) -> Result<(), ModelError> {
     let (hd, eps) = (cfg.head_dim, cfg.rms_eps);
     // 1. Each head's 2·hd projections are [query | gate].
     let q_and_gate = b.matmul(u, &a.q)?;
@@ -112,10 +112,10 @@ fn attention<B: Backend>(
     let o = b.attention(&q, &k, &v, k_cache, v_cache, pos0, shape)?;
     // 6. Sigmoid output gate, then the output projection.
     let o = b.sigmoid_mul(&o, &gate)?;
-    Ok(b.matmul(&o, &a.output)?)
+    Ok(b.matmul_add(&o, &a.output, h)?)
 }
 
-/// §5: Gated DeltaNet.
+/// §5: Gated DeltaNet; `h += W_out · o`.
 fn delta_net<B: Backend>(
     b: &B,
     cfg: &Config,
@@ -123,7 +123,8 @@ fn delta_net<B: Backend>(
     u: &B::Tensor,
     conv_state: &mut B::Tensor,
     recurrent: &mut B::Tensor,
-) -> Result<B::Tensor, ModelError> {
+    h: &mut B::Tensor,
+) -> Result<(), ModelError> {
     let (key_width, eps) = (cfg.ssm_key_width(), cfg.rms_eps);
     // 5.1 Projections: m = q|k|v (through the conv), z, β and α inputs (not).
     let m = b.matmul(u, &d.qkv)?;
@@ -152,5 +153,5 @@ fn delta_net<B: Backend>(
     let o = b.delta_rule(&q, &k, &v, &g, &beta, recurrent, shape)?;
     // 5.6 Gated RMS norm per value head with silu(z), then the output projection.
     let o = b.gated_rms_norm(&o, &z, &d.norm, eps)?;
-    Ok(b.matmul(&o, &d.out)?)
+    Ok(b.matmul_add(&o, &d.out, h)?)
 }

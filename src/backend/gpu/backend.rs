@@ -99,6 +99,26 @@ impl Backend for Wgpu {
         Wgpu::matmul(self, x, w).map_err(|e| e.into_backend("matmul"))
     }
 
+    fn matmul_add(
+        &self,
+        x: &GpuTensor,
+        w: &GpuWeight,
+        acc: &mut GpuTensor,
+    ) -> Result<(), BackendError> {
+        Wgpu::matmul_add(self, x, w, acc).map_err(|e| e.into_backend("matmul_add"))
+    }
+
+    fn swiglu_matmul_add(
+        &self,
+        gate: &GpuTensor,
+        up: &GpuTensor,
+        w: &GpuWeight,
+        acc: &mut GpuTensor,
+    ) -> Result<(), BackendError> {
+        Wgpu::swiglu_matmul_add(self, gate, up, w, acc)
+            .map_err(|e| e.into_backend("swiglu_matmul_add"))
+    }
+
     fn rows(&self, x: &GpuTensor, start: usize, count: usize) -> Result<GpuTensor, BackendError> {
         Wgpu::rows(self, x, start, count).map_err(|e| e.into_backend("rows"))
     }

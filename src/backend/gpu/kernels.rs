@@ -145,6 +145,8 @@ impl WeightFormat {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
     Gemv(WeightFormat),
+    /// The fast GEMV of a format with a span reader, its input silu(gate) ⊙ up.
+    GemvSwiglu(WeightFormat),
     Embed(WeightFormat),
     Add,
     Swiglu,
@@ -163,6 +165,12 @@ pub enum Kernel {
 impl Kernel {
     pub fn all() -> Vec<Kernel> {
         let mut all: Vec<Kernel> = WeightFormat::ALL.iter().map(|&f| Kernel::Gemv(f)).collect();
+        all.extend(
+            WeightFormat::ALL
+                .iter()
+                .filter(|f| f.gemv_span().is_some())
+                .map(|&f| Kernel::GemvSwiglu(f)),
+        );
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Embed(f)));
         all.extend([
             Kernel::Add,
@@ -184,6 +192,7 @@ impl Kernel {
     pub fn name(self) -> String {
         match self {
             Kernel::Gemv(f) => format!("gemv_{f:?}").to_lowercase(),
+            Kernel::GemvSwiglu(f) => format!("gemv_swiglu_{f:?}").to_lowercase(),
             Kernel::Embed(f) => format!("embed_{f:?}").to_lowercase(),
             other => format!("{other:?}"),
         }
@@ -192,7 +201,7 @@ impl Kernel {
     /// The op class the profile counts this kernel in, e.g. "matmul q4_K".
     pub fn class(self) -> String {
         match self {
-            Kernel::Gemv(f) => format!("matmul {}", f.ggml_type().name()),
+            Kernel::Gemv(f) | Kernel::GemvSwiglu(f) => format!("matmul {}", f.ggml_type().name()),
             Kernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
             Kernel::Add => "add".into(),
             Kernel::Swiglu => "swiglu".into(),
@@ -214,14 +223,21 @@ impl Kernel {
     pub fn files(self, subgroups: bool) -> Vec<WgslFile> {
         let mut files = vec![GRID];
         match self {
-            Kernel::Gemv(format) if format.gemv_span().is_some() => {
+            Kernel::Gemv(format) | Kernel::GemvSwiglu(format) if format.gemv_span().is_some() => {
                 files.push(if subgroups {
                     wgsl!("reduce_rows_subgroup")
                 } else {
                     wgsl!("reduce_rows_shared")
                 });
+                files.push(match self {
+                    Kernel::GemvSwiglu(_) => wgsl!("gemv_input_swiglu"),
+                    _ => wgsl!("gemv_input"),
+                });
                 files.extend(format.gemv_spans());
                 files.push(wgsl!("gemv_rows"));
+            }
+            Kernel::GemvSwiglu(format) => {
+                unreachable!("{format:?} has no span reader, so no SwiGLU-input GEMV")
             }
             Kernel::Gemv(format) => {
                 files.push(REDUCE);
@@ -290,6 +306,25 @@ pub fn kernel_sources() -> Vec<KernelSource> {
     sources
 }
 
+/// The runtime checks naga adds to the kernels: buffer bounds always; loop bounding and guarded
+/// integer division only with `QWEN35_SHADER_CHECKS=all` (they cost ALU in every inner loop
+/// and guard against kernels we do not run: unbounded loops, division by zero).
+fn shader_checks() -> wgpu::ShaderRuntimeChecks {
+    let setting = std::env::var("QWEN35_SHADER_CHECKS").unwrap_or_default();
+    let mut checks = wgpu::ShaderRuntimeChecks::checked();
+    match setting.as_str() {
+        "all" => {}
+        "none" => checks.bounds_checks = false,
+        _ => {}
+    }
+    if setting != "all" {
+        checks.force_loop_bounding = false;
+        checks.int_div_checks = false;
+    }
+    log::info!("wgpu: shader runtime checks {checks:?}");
+    checks
+}
+
 /// The compute pipelines of every kernel.
 pub struct Pipelines {
     by_kernel: HashMap<Kernel, wgpu::ComputePipeline>,
@@ -298,14 +333,18 @@ pub struct Pipelines {
 impl Pipelines {
     pub fn build(device: &wgpu::Device) -> Result<Pipelines, GpuError> {
         let subgroups = device.features().contains(wgpu::Features::SUBGROUP);
+        let checks = shader_checks();
         let mut by_kernel = HashMap::new();
         for kernel in Kernel::all() {
             let name = kernel.name();
             let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            let descriptor = wgpu::ShaderModuleDescriptor {
                 label: Some(&name),
                 source: wgpu::ShaderSource::Wgsl(kernel.source(subgroups).into()),
-            });
+            };
+            // SAFETY: every loop in wgsl/ is bounded by its parameters, and no kernel divides by
+            // a parameter the host has not checked to be non-zero; buffer bounds checks stay on.
+            let module = unsafe { device.create_shader_module_trusted(descriptor, checks) };
             let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(&name),
                 layout: None,

@@ -8,8 +8,8 @@ use crate::backend::{AttentionShape, DeltaNetShape};
 
 /// Invocations per workgroup of every kernel (WGSL `WG` in grid.wgsl).
 const WG: usize = 64;
-/// Largest head_dim the attention kernel holds (WGSL `MAX_DIMS`).
-const MAX_HEAD_DIM: usize = 256;
+/// Largest head_dim the attention kernel holds: one vec4 per invocation.
+const MAX_HEAD_DIM: usize = 4 * WG;
 /// Largest k_dim the delta-rule kernel holds (WGSL `MAX_K_DIM`).
 const MAX_K_DIM: usize = 256;
 /// State columns per workgroup of the delta-rule kernel (WGSL `COLS`).
@@ -36,6 +36,26 @@ fn same_dims(op: &'static str, a: &GpuTensor, b: &GpuTensor) -> Result<(), GpuEr
 
 fn whole_groups(op: &'static str, x: &GpuTensor, group: usize) -> Result<(), GpuError> {
     checks::whole_groups(x.cols, group).map_err(|d| shape_error(op, d))
+}
+
+/// What a GEMV multiplies the weight rows with.
+enum GemvInput<'a> {
+    Plain(&'a GpuTensor),
+    /// silu(gate) ⊙ up, computed as it is read.
+    Swiglu {
+        gate: &'a GpuTensor,
+        up: &'a GpuTensor,
+    },
+}
+
+fn check_matmul(x: &GpuTensor, w: &GpuWeight) -> Result<(), GpuError> {
+    if x.cols != w.cols {
+        return Err(shape_error(
+            "matmul",
+            format!("{} columns against {} of {}", x.cols, w.cols, w.name),
+        ));
+    }
+    Ok(())
 }
 
 fn one_row(op: &'static str, w: &GpuTensor) -> Result<(), GpuError> {
@@ -152,22 +172,80 @@ impl Wgpu {
 
     /// `y = x · Wᵀ` for every row of x: one GEMV dispatch per weight part.
     pub fn matmul(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, GpuError> {
-        if x.cols != w.cols {
+        check_matmul(x, w)?;
+        let out = self.output(x.rows, w.rows)?;
+        self.gemv(GemvInput::Plain(x), w, &out, false)?;
+        Ok(out)
+    }
+
+    /// `acc += x · Wᵀ`, the add done by the GEMV where the format has a fast one.
+    pub fn matmul_add(
+        &self,
+        x: &GpuTensor,
+        w: &GpuWeight,
+        acc: &GpuTensor,
+    ) -> Result<(), GpuError> {
+        check_matmul(x, w)?;
+        if acc.dims() != (x.rows, w.rows) {
             return Err(shape_error(
-                "matmul",
-                format!("{} columns against {} of {}", x.cols, w.cols, w.name),
+                "matmul_add",
+                format!("{}×{} into {}×{}", x.rows, w.rows, acc.rows, acc.cols),
             ));
         }
-        let out = self.output(x.rows, w.rows)?;
+        if w.format.gemv_span().is_none() {
+            let y = self.matmul(x, w)?;
+            return self.add(acc, &y);
+        }
+        self.gemv(GemvInput::Plain(x), w, acc, true)
+    }
+
+    /// `acc += (silu(gate) ⊙ up) · Wᵀ`, all in the GEMV where the format has a fast one.
+    pub fn swiglu_matmul_add(
+        &self,
+        gate: &GpuTensor,
+        up: &GpuTensor,
+        w: &GpuWeight,
+        acc: &GpuTensor,
+    ) -> Result<(), GpuError> {
+        same_dims("swiglu", gate, up)?;
+        if w.format.gemv_span().is_none() {
+            let x = self.swiglu(gate, up)?;
+            return self.matmul_add(&x, w, acc);
+        }
+        check_matmul(gate, w)?;
+        if acc.dims() != (gate.rows, w.rows) {
+            return Err(shape_error(
+                "swiglu_matmul_add",
+                format!("{}×{} into {}×{}", gate.rows, w.rows, acc.rows, acc.cols),
+            ));
+        }
+        self.gemv(GemvInput::Swiglu { gate, up }, w, acc, true)
+    }
+
+    /// Records the GEMV dispatches of `input · Wᵀ` into `out` (added to it with `accumulate`).
+    fn gemv(
+        &self,
+        input: GemvInput<'_>,
+        w: &GpuWeight,
+        out: &GpuTensor,
+        accumulate: bool,
+    ) -> Result<(), GpuError> {
+        let (kernel, x, extra) = match input {
+            GemvInput::Plain(x) => (Kernel::Gemv(w.format), x, None),
+            GemvInput::Swiglu { gate, up } => (Kernel::GemvSwiglu(w.format), gate, Some(up)),
+        };
         // The fast kernels take GEMV_ROWS rows per workgroup in spans; the others one row per
         // workgroup in decoder units.
         let (rows_per_workgroup, units) = match w.format.gemv_span() {
             Some(span) => (GEMV_ROWS, w.cols / span),
             None => (1, w.cols / w.format.unit_elems()),
         };
+        let input_bytes = f32_bytes(&[x]) * if extra.is_some() { 2 } else { 1 };
         for part in &w.parts {
+            let mut buffers: Vec<Binding<'_>> = vec![&part.buffer, &x.buffer, &out.buffer];
+            buffers.extend(extra.map(|up| &up.buffer));
             self.record(
-                Kernel::Gemv(w.format),
+                kernel,
                 &[
                     part.rows as u32,
                     w.cols as u32,
@@ -176,14 +254,14 @@ impl Wgpu {
                     w.rows as u32,
                     part.first_row as u32,
                     units as u32,
-                    0,
+                    accumulate as u32,
                 ],
-                &[&part.buffer, &x.buffer, &out.buffer],
+                &buffers,
                 part.rows.div_ceil(rows_per_workgroup) * x.rows,
-                (part.rows * w.row_bytes) as u64 + f32_bytes(&[x]),
+                (part.rows * w.row_bytes) as u64 + input_bytes,
             )?;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Rows `start..start+count` of x.
@@ -400,10 +478,10 @@ impl Wgpu {
             head_dim,
         } = shape;
         let kv_cols = n_kv_head * head_dim;
-        if !(1..=MAX_HEAD_DIM).contains(&head_dim) {
+        if !(1..=MAX_HEAD_DIM).contains(&head_dim) || !head_dim.is_multiple_of(4) {
             return Err(shape_error(
                 "attention",
-                format!("head dim {head_dim} is outside 1..={MAX_HEAD_DIM}"),
+                format!("head dim {head_dim} is not a multiple of 4 in 4..={MAX_HEAD_DIM}"),
             ));
         }
         checks::attention(

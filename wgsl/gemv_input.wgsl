@@ -1,0 +1,6 @@
+// The GEMV input as it is: row-major vec4s of x.
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
+
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
