@@ -787,3 +787,105 @@ fn stats_count_decode_dispatches_and_profile_op_classes() {
     let _ = writeln!(std::io::stderr(), "profiled GPU time {seconds:.6} s");
     assert!(seconds.is_finite() && seconds >= 0.0);
 }
+
+/// The fused Gated DeltaNet ops against the CPU backend, whose versions are the compositions of
+/// primitive ops the trait defines them as: conv_qkv_norm over several calls (the conv state
+/// carried), then gated_delta_rule on its outputs (the recurrent state carried).
+#[test]
+fn fused_delta_net_ops_match_their_compositions() {
+    use qwen35::backend::cpu::{CpuBackend, CpuMode};
+    use qwen35::backend::Backend;
+    let Some(gpu) = gpu() else { return };
+    let cpu = CpuBackend::with_options(1, CpuMode::Exact).unwrap();
+    let mut rng = Rng::new(14);
+    // k_dim and v_dim above the workgroup size, so invocations own several channels.
+    let shape = DeltaNetShape {
+        n_k_head: 2,
+        n_v_head: 6,
+        k_dim: 70,
+        v_dim: 130,
+    };
+    let taps = 4;
+    let channels = 2 * shape.n_k_head * shape.k_dim + shape.n_v_head * shape.v_dim;
+    let conv_w = rng.vec(channels * taps);
+    let ssm_a: Vec<f32> = rng.vec(shape.n_v_head).iter().map(|v| -v.abs() - 0.1).collect();
+    let dt_bias = rng.vec(shape.n_v_head);
+    let (g_w, c_w) = (
+        gpu.upload(channels, taps, &conv_w).unwrap(),
+        cpu.upload(channels, taps, &conv_w).unwrap(),
+    );
+    let (g_a, c_a) = (
+        gpu.upload(1, shape.n_v_head, &ssm_a).unwrap(),
+        cpu.upload(1, shape.n_v_head, &ssm_a).unwrap(),
+    );
+    let (g_dt, c_dt) = (
+        gpu.upload(1, shape.n_v_head, &dt_bias).unwrap(),
+        cpu.upload(1, shape.n_v_head, &dt_bias).unwrap(),
+    );
+    let mut g_conv = gpu.zeros(taps - 1, channels).unwrap();
+    let mut c_conv = cpu.zeros(taps - 1, channels);
+    let state_cols = shape.k_dim * shape.v_dim;
+    let mut g_state = gpu.zeros(shape.n_v_head, state_cols).unwrap();
+    let mut c_state = cpu.zeros(shape.n_v_head, state_cols);
+    for rows in [5, 1, 2] {
+        let m: Vec<f32> = rng.vec(rows * channels).iter().map(|v| v * 3.0).collect();
+        let alpha: Vec<f32> = rng.vec(rows * shape.n_v_head).iter().map(|v| v * 4.0).collect();
+        let beta: Vec<f32> = rng.vec(rows * shape.n_v_head).iter().map(|v| v * 4.0).collect();
+        let (gq, gk, gv) = Backend::conv_qkv_norm(
+            gpu,
+            &gpu.upload(rows, channels, &m).unwrap(),
+            &g_w,
+            &mut g_conv,
+            shape,
+            0.3,
+            1e-6,
+        )
+        .unwrap();
+        let (cq, ck, cv) = cpu
+            .conv_qkv_norm(
+                &cpu.upload(rows, channels, &m).unwrap(),
+                &c_w,
+                &mut c_conv,
+                shape,
+                0.3,
+                1e-6,
+            )
+            .unwrap();
+        for (name, g, c) in [("q", &gq, &cq), ("k", &gk, &ck), ("v", &gv, &cv)] {
+            let want = cpu.read_rows(c, 0, rows);
+            assert_close(&format!("{name} of {rows} rows"), &read_all(gpu, g), &want);
+        }
+        let got = Backend::gated_delta_rule(
+            gpu,
+            &gq,
+            &gk,
+            &gv,
+            &gpu.upload(rows, shape.n_v_head, &alpha).unwrap(),
+            &gpu.upload(rows, shape.n_v_head, &beta).unwrap(),
+            &g_a,
+            &g_dt,
+            &mut g_state,
+            shape,
+        )
+        .unwrap();
+        let want = cpu
+            .gated_delta_rule(
+                &cq,
+                &ck,
+                &cv,
+                &cpu.upload(rows, shape.n_v_head, &alpha).unwrap(),
+                &cpu.upload(rows, shape.n_v_head, &beta).unwrap(),
+                &c_a,
+                &c_dt,
+                &mut c_state,
+                shape,
+            )
+            .unwrap();
+        let want = cpu.read_rows(&want, 0, rows);
+        assert_close(&format!("o of {rows} rows"), &read_all(gpu, &got), &want);
+    }
+    let want = cpu.read_rows(&c_conv, 0, taps - 1);
+    assert_close("conv state", &read_all(gpu, &g_conv), &want);
+    let want = cpu.read_rows(&c_state, 0, shape.n_v_head);
+    assert_close("recurrent state", &read_all(gpu, &g_state), &want);
+}

@@ -13,17 +13,6 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> g_out: array<f32>;
 @group(0) @binding(6) var<storage, read_write> beta_out: array<f32>;
 
-// Linear above 20 as torch and ggml do; exp(x) where 1 + exp(x) would round to 1.
-fn softplus(x: f32) -> f32 {
-    if (x > 20.0) {
-        return x;
-    }
-    if (x < -15.0) {
-        return exp(x);
-    }
-    return log(1.0 + exp(x));
-}
-
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,

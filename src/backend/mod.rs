@@ -262,6 +262,46 @@ pub trait Backend: Send + Sync {
         state: &mut Self::Tensor,
         shape: DeltaNetShape,
     ) -> Result<Self::Tensor, BackendError>;
+    /// §5.2–5.3 in one op: [`Backend::conv1d_silu`] of m, split into q | k | v
+    /// (n_k_head·k_dim, n_k_head·k_dim and n_v_head·v_dim columns), q and k L2-normalised per
+    /// head ([`Backend::l2_norm`]), q scaled by `q_scale`.
+    fn conv_qkv_norm(
+        &self,
+        m: &Self::Tensor,
+        w: &Self::Tensor,
+        state: &mut Self::Tensor,
+        shape: DeltaNetShape,
+        q_scale: f32,
+        eps: f32,
+    ) -> Result<(Self::Tensor, Self::Tensor, Self::Tensor), BackendError> {
+        let y = self.conv1d_silu(m, w, state)?;
+        let key_width = shape.n_k_head * shape.k_dim;
+        let width = 2 * key_width + shape.n_v_head * shape.v_dim;
+        let q = self.slice_cols(&y, width, 0, key_width)?;
+        let k = self.slice_cols(&y, width, key_width, key_width)?;
+        let v = self.slice_cols(&y, width, 2 * key_width, width - 2 * key_width)?;
+        let q = self.l2_norm(&q, shape.k_dim, q_scale, eps)?;
+        let k = self.l2_norm(&k, shape.k_dim, 1.0, eps)?;
+        Ok((q, k, v))
+    }
+    /// [`Backend::delta_rule`] with its gates from the projections: [`Backend::delta_net_gates`]
+    /// of alpha and beta first.
+    #[allow(clippy::too_many_arguments)]
+    fn gated_delta_rule(
+        &self,
+        q: &Self::Tensor,
+        k: &Self::Tensor,
+        v: &Self::Tensor,
+        alpha: &Self::Tensor,
+        beta: &Self::Tensor,
+        ssm_a: &Self::Tensor,
+        dt_bias: &Self::Tensor,
+        state: &mut Self::Tensor,
+        shape: DeltaNetShape,
+    ) -> Result<Self::Tensor, BackendError> {
+        let (g, beta) = self.delta_net_gates(alpha, beta, ssm_a, dt_bias)?;
+        self.delta_rule(q, k, v, &g, &beta, state, shape)
+    }
     /// Each group of `w.len()` columns: `x / sqrt(mean(x²) + eps) ⊙ w ⊙ silu(z)`.
     fn gated_rms_norm(
         &self,

@@ -125,32 +125,27 @@ fn delta_net<B: Backend>(
     recurrent: &mut B::Tensor,
     h: &mut B::Tensor,
 ) -> Result<(), ModelError> {
-    let (key_width, eps) = (cfg.ssm_key_width(), cfg.rms_eps);
-    // 5.1 Projections: m = q|k|v (through the conv), z, β and α inputs (not).
-    let m = b.matmul(u, &d.qkv)?;
-    let z = b.matmul(u, &d.gate)?;
-    let beta = b.matmul(u, &d.beta)?;
-    let alpha = b.matmul(u, &d.alpha)?;
-    // 5.2 Causal depthwise conv + SiLU over the raw m of the previous tokens.
-    let y = b.conv1d_silu(&m, &d.conv, conv_state)?;
-    // 5.3 Split into q, k, v; L2-normalise q and k per head, q also scaled by 1/sqrt(Dk).
-    let width = cfg.conv_channels();
-    let q = b.slice_cols(&y, width, 0, key_width)?;
-    let k = b.slice_cols(&y, width, key_width, key_width)?;
-    let v = b.slice_cols(&y, width, 2 * key_width, cfg.ssm_value_width())?;
-    let q_scale = 1.0 / (cfg.ssm_k_dim as f32).sqrt();
-    let q = b.l2_norm(&q, cfg.ssm_k_dim, q_scale, eps)?;
-    let k = b.l2_norm(&k, cfg.ssm_k_dim, 1.0, eps)?;
-    // Decay g = ssm_a·softplus(α + dt_bias) and write strength β = sigmoid(β).
-    let (g, beta) = b.delta_net_gates(&alpha, &beta, &d.ssm_a, &d.dt_bias)?;
-    // 5.4 The gated delta rule on the recurrent state (value head h reads q/k head h mod Hk).
+    let eps = cfg.rms_eps;
     let shape = DeltaNetShape {
         n_k_head: cfg.ssm_k_heads,
         n_v_head: cfg.ssm_v_heads,
         k_dim: cfg.ssm_k_dim,
         v_dim: cfg.ssm_v_dim,
     };
-    let o = b.delta_rule(&q, &k, &v, &g, &beta, recurrent, shape)?;
+    // 5.1 Projections: m = q|k|v (through the conv), z, β and α inputs (not).
+    let m = b.matmul(u, &d.qkv)?;
+    let z = b.matmul(u, &d.gate)?;
+    let beta = b.matmul(u, &d.beta)?;
+    let alpha = b.matmul(u, &d.alpha)?;
+    // 5.2 Causal depthwise conv + SiLU over the raw m of the previous tokens; 5.3 split into q,
+    // k, v, with q and k L2-normalised per head and q also scaled by 1/sqrt(Dk).
+    let q_scale = 1.0 / (cfg.ssm_k_dim as f32).sqrt();
+    let (q, k, v) = b.conv_qkv_norm(&m, &d.conv, conv_state, shape, q_scale, eps)?;
+    // 5.4 The gated delta rule on the recurrent state (value head h reads q/k head h mod Hk),
+    // with decay g = ssm_a·softplus(α + dt_bias) and write strength β = sigmoid(β).
+    let o = b.gated_delta_rule(
+        &q, &k, &v, &alpha, &beta, &d.ssm_a, &d.dt_bias, recurrent, shape,
+    )?;
     // 5.6 Gated RMS norm per value head with silu(z), then the output projection.
     let o = b.gated_rms_norm(&o, &z, &d.norm, eps)?;
     Ok(b.matmul_add(&o, &d.out, h)?)

@@ -218,6 +218,35 @@ impl Backend for Wgpu {
             .map_err(|e| e.into_backend("delta_rule"))
     }
 
+    fn conv_qkv_norm(
+        &self,
+        m: &GpuTensor,
+        w: &GpuTensor,
+        state: &mut GpuTensor,
+        shape: DeltaNetShape,
+        q_scale: f32,
+        eps: f32,
+    ) -> Result<(GpuTensor, GpuTensor, GpuTensor), BackendError> {
+        Wgpu::conv_qkv_norm(self, m, w, state, shape, q_scale, eps)
+            .map_err(|e| e.into_backend("conv_qkv_norm"))
+    }
+
+    fn gated_delta_rule(
+        &self,
+        q: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        alpha: &GpuTensor,
+        beta: &GpuTensor,
+        ssm_a: &GpuTensor,
+        dt_bias: &GpuTensor,
+        state: &mut GpuTensor,
+        shape: DeltaNetShape,
+    ) -> Result<GpuTensor, BackendError> {
+        Wgpu::gated_delta_rule(self, q, k, v, alpha, beta, ssm_a, dt_bias, state, shape)
+            .map_err(|e| e.into_backend("gated_delta_rule"))
+    }
+
     fn gated_rms_norm(
         &self,
         x: &GpuTensor,

@@ -40,6 +40,7 @@ const WORDS: WgslFile = wgsl!("words");
 /// Weight rows per workgroup of the fast GEMV kernels (WGSL `ROWS` of reduce_rows_*.wgsl).
 pub const GEMV_ROWS: usize = 4;
 const KQUANT_SCALES: WgslFile = wgsl!("kquant_scales");
+const SOFTPLUS: WgslFile = wgsl!("softplus");
 
 /// A weight storage format with a GPU decoder: the file's blocks, bound as they are.
 #[allow(non_camel_case_types)]
@@ -158,6 +159,7 @@ pub enum Kernel {
     Rope,
     Attention,
     Conv1dSilu,
+    ConvQkvNorm,
     DeltaNetGates,
     DeltaRule,
 }
@@ -183,6 +185,7 @@ impl Kernel {
             Kernel::Rope,
             Kernel::Attention,
             Kernel::Conv1dSilu,
+            Kernel::ConvQkvNorm,
             Kernel::DeltaNetGates,
             Kernel::DeltaRule,
         ]);
@@ -213,6 +216,7 @@ impl Kernel {
             Kernel::Rope => "rope".into(),
             Kernel::Attention => "attention".into(),
             Kernel::Conv1dSilu => "conv1d_silu".into(),
+            Kernel::ConvQkvNorm => "conv_qkv_norm".into(),
             Kernel::DeltaNetGates => "delta_net_gates".into(),
             Kernel::DeltaRule => "delta_rule".into(),
         }
@@ -258,8 +262,9 @@ impl Kernel {
             Kernel::Rope => files.push(wgsl!("rope")),
             Kernel::Attention => files.extend([REDUCE, wgsl!("attention")]),
             Kernel::Conv1dSilu => files.push(wgsl!("conv1d_silu")),
-            Kernel::DeltaNetGates => files.push(wgsl!("delta_net_gates")),
-            Kernel::DeltaRule => files.push(wgsl!("delta_rule")),
+            Kernel::ConvQkvNorm => files.extend([REDUCE, wgsl!("conv_qkv_norm")]),
+            Kernel::DeltaNetGates => files.extend([SOFTPLUS, wgsl!("delta_net_gates")]),
+            Kernel::DeltaRule => files.extend([SOFTPLUS, wgsl!("delta_rule")]),
         }
         files
     }

@@ -12,6 +12,8 @@ const WG: usize = 64;
 const MAX_HEAD_DIM: usize = 4 * WG;
 /// Largest k_dim the delta-rule kernel holds (WGSL `MAX_K_DIM`).
 const MAX_K_DIM: usize = 256;
+/// Channels per invocation of the conv_qkv_norm kernel (WGSL `PER_INVOCATION`).
+const CONV_QKV_CHANNELS_PER_INVOCATION: usize = 4;
 /// State columns per workgroup of the delta-rule kernel (WGSL `COLS`).
 const DELTA_RULE_COLS: usize = 16;
 
@@ -584,6 +586,73 @@ impl Wgpu {
         Ok((g, beta_out))
     }
 
+    /// Causal depthwise conv + SiLU of m (see [`Wgpu::conv1d_silu`]), split into q | k | v, q and
+    /// k L2-normalised per head (`x · scale / sqrt(Σx² + eps)`), q scaled by `q_scale`.
+    pub fn conv_qkv_norm(
+        &self,
+        m: &GpuTensor,
+        w: &GpuTensor,
+        state: &GpuTensor,
+        shape: DeltaNetShape,
+        q_scale: f32,
+        eps: f32,
+    ) -> Result<(GpuTensor, GpuTensor, GpuTensor), GpuError> {
+        let DeltaNetShape {
+            n_k_head,
+            n_v_head,
+            k_dim,
+            v_dim,
+        } = shape;
+        let (taps, key_width, value_width) = (w.cols, n_k_head * k_dim, n_v_head * v_dim);
+        let channels = 2 * key_width + value_width;
+        let widest = CONV_QKV_CHANNELS_PER_INVOCATION * WG;
+        let fits = taps > 0
+            && n_k_head > 0
+            && n_v_head > 0
+            && (1..=widest).contains(&k_dim)
+            && (1..=widest).contains(&v_dim)
+            && m.cols == channels
+            && w.rows == channels
+            && state.dims() == (taps - 1, channels);
+        if !fits {
+            return Err(shape_error(
+                "conv_qkv_norm",
+                format!(
+                    "m {}×{}, w {}×{taps}, state {}×{} for {n_k_head}×{k_dim} key and \
+                     {n_v_head}×{v_dim} value channels (heads at most {widest} wide)",
+                    m.rows, m.cols, w.rows, state.rows, state.cols
+                ),
+            ));
+        }
+        let q = self.output(m.rows, key_width)?;
+        let k = self.output(m.rows, key_width)?;
+        let v = self.output(m.rows, value_width)?;
+        self.record(
+            Kernel::ConvQkvNorm,
+            &[
+                n_k_head as u32,
+                k_dim as u32,
+                n_v_head as u32,
+                v_dim as u32,
+                taps as u32,
+                m.rows as u32,
+                q_scale.to_bits(),
+                eps.to_bits(),
+            ],
+            &[
+                &m.buffer,
+                &w.buffer,
+                &state.buffer,
+                &q.buffer,
+                &k.buffer,
+                &v.buffer,
+            ],
+            2 * n_k_head + n_v_head,
+            f32_bytes(&[m, w, state]),
+        )?;
+        Ok((q, k, v))
+    }
+
     /// The gated delta rule token by token over the rows, per value head, on the f32 `state`
     /// (one row of k_dim × v_dim per value head, key index major); returns o.
     #[allow(clippy::too_many_arguments)]
@@ -597,12 +666,69 @@ impl Wgpu {
         state: &GpuTensor,
         shape: DeltaNetShape,
     ) -> Result<GpuTensor, GpuError> {
+        self.delta_rule_kernel(q, k, v, DeltaRuleGates::Computed { g, beta }, state, shape)
+    }
+
+    /// [`Wgpu::delta_rule`] with its gates computed from the projections as
+    /// [`Wgpu::delta_net_gates`] does, in the same dispatch.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gated_delta_rule(
+        &self,
+        q: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        alpha: &GpuTensor,
+        beta: &GpuTensor,
+        ssm_a: &GpuTensor,
+        dt_bias: &GpuTensor,
+        state: &GpuTensor,
+        shape: DeltaNetShape,
+    ) -> Result<GpuTensor, GpuError> {
+        let op = "gated_delta_rule";
+        one_row(op, ssm_a)?;
+        same_dims(op, ssm_a, dt_bias)?;
+        if ssm_a.cols != shape.n_v_head {
+            return Err(shape_error(
+                op,
+                format!(
+                    "{} gate heads for {} value heads",
+                    ssm_a.cols, shape.n_v_head
+                ),
+            ));
+        }
+        let gates = DeltaRuleGates::Raw {
+            alpha,
+            beta,
+            ssm_a,
+            dt_bias,
+        };
+        self.delta_rule_kernel(q, k, v, gates, state, shape)
+    }
+
+    fn delta_rule_kernel(
+        &self,
+        q: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        gates: DeltaRuleGates<'_>,
+        state: &GpuTensor,
+        shape: DeltaNetShape,
+    ) -> Result<GpuTensor, GpuError> {
         let DeltaNetShape {
             n_k_head,
             n_v_head,
             k_dim,
             v_dim,
         } = shape;
+        let (gate, strength, gate_params, raw) = match gates {
+            DeltaRuleGates::Computed { g, beta } => (g, beta, [g, g], false),
+            DeltaRuleGates::Raw {
+                alpha,
+                beta,
+                ssm_a,
+                dt_bias,
+            } => (alpha, beta, [ssm_a, dt_bias], true),
+        };
         let n = q.rows;
         let fits = n_k_head > 0
             && (1..=MAX_K_DIM).contains(&k_dim)
@@ -610,16 +736,16 @@ impl Wgpu {
             && q.dims() == (n, n_k_head * k_dim)
             && k.dims() == (n, n_k_head * k_dim)
             && v.dims() == (n, n_v_head * v_dim)
-            && g.dims() == (n, n_v_head)
-            && beta.dims() == (n, n_v_head)
+            && gate.dims() == (n, n_v_head)
+            && strength.dims() == (n, n_v_head)
             && state.dims() == (n_v_head, k_dim * v_dim);
         if !fits {
             return Err(shape_error(
                 "delta_rule",
                 format!(
-                    "q {}×{}, v {}×{}, state {}×{} for {n_k_head} k heads, {n_v_head} v heads, \
-                     k_dim {k_dim} (at most {MAX_K_DIM}), v_dim {v_dim}",
-                    q.rows, q.cols, v.rows, v.cols, state.rows, state.cols
+                    "q {}×{}, v {}×{}, gates {}×{}, state {}×{} for {n_k_head} k heads, \
+                     {n_v_head} v heads, k_dim {k_dim} (at most {MAX_K_DIM}), v_dim {v_dim}",
+                    q.rows, q.cols, v.rows, v.cols, gate.rows, gate.cols, state.rows, state.cols
                 ),
             ));
         }
@@ -634,21 +760,39 @@ impl Wgpu {
                 v_dim as u32,
                 n as u32,
                 column_chunks as u32,
-                0,
+                raw as u32,
                 0,
             ],
             &[
                 &q.buffer,
                 &k.buffer,
                 &v.buffer,
-                &g.buffer,
-                &beta.buffer,
+                &gate.buffer,
+                &strength.buffer,
                 &state.buffer,
                 &out.buffer,
+                &gate_params[0].buffer,
+                &gate_params[1].buffer,
             ],
             n_v_head * column_chunks,
-            f32_bytes(&[q, k, v, g, beta, state]),
+            f32_bytes(&[q, k, v, gate, strength, state]),
         )?;
         Ok(out)
     }
+}
+
+/// Where the delta rule's decay and write strength come from.
+enum DeltaRuleGates<'a> {
+    /// g and β as delta_net_gates gives them.
+    Computed {
+        g: &'a GpuTensor,
+        beta: &'a GpuTensor,
+    },
+    /// The projections and the layer's parameters, the gates computed in the kernel.
+    Raw {
+        alpha: &'a GpuTensor,
+        beta: &'a GpuTensor,
+        ssm_a: &'a GpuTensor,
+        dt_bias: &'a GpuTensor,
+    },
 }
