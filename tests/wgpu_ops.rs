@@ -808,7 +808,11 @@ fn fused_delta_net_ops_match_their_compositions() {
     let taps = 4;
     let channels = 2 * shape.n_k_head * shape.k_dim + shape.n_v_head * shape.v_dim;
     let conv_w = rng.vec(channels * taps);
-    let ssm_a: Vec<f32> = rng.vec(shape.n_v_head).iter().map(|v| -v.abs() - 0.1).collect();
+    let ssm_a: Vec<f32> = rng
+        .vec(shape.n_v_head)
+        .iter()
+        .map(|v| -v.abs() - 0.1)
+        .collect();
     let dt_bias = rng.vec(shape.n_v_head);
     let (g_w, c_w) = (
         gpu.upload(channels, taps, &conv_w).unwrap(),
@@ -829,8 +833,16 @@ fn fused_delta_net_ops_match_their_compositions() {
     let mut c_state = cpu.zeros(shape.n_v_head, state_cols);
     for rows in [5, 1, 2] {
         let m: Vec<f32> = rng.vec(rows * channels).iter().map(|v| v * 3.0).collect();
-        let alpha: Vec<f32> = rng.vec(rows * shape.n_v_head).iter().map(|v| v * 4.0).collect();
-        let beta: Vec<f32> = rng.vec(rows * shape.n_v_head).iter().map(|v| v * 4.0).collect();
+        let alpha: Vec<f32> = rng
+            .vec(rows * shape.n_v_head)
+            .iter()
+            .map(|v| v * 4.0)
+            .collect();
+        let beta: Vec<f32> = rng
+            .vec(rows * shape.n_v_head)
+            .iter()
+            .map(|v| v * 4.0)
+            .collect();
         let (gq, gk, gv) = Backend::conv_qkv_norm(
             gpu,
             &gpu.upload(rows, channels, &m).unwrap(),
@@ -888,4 +900,89 @@ fn fused_delta_net_ops_match_their_compositions() {
     assert_close("conv state", &read_all(gpu, &g_conv), &want);
     let want = cpu.read_rows(&c_state, 0, shape.n_v_head);
     assert_close("recurrent state", &read_all(gpu, &g_state), &want);
+}
+
+/// gated_attention (q/k norm and RoPE in one dispatch, the gate in the attention kernel) against
+/// the CPU backend's composition of primitive ops, over a prefill and two decode steps.
+#[test]
+fn fused_gated_attention_matches_its_composition() {
+    use qwen35::backend::cpu::{CpuBackend, CpuMode};
+    use qwen35::backend::{Backend, RopeShape};
+    let Some(gpu) = gpu() else { return };
+    let cpu = CpuBackend::with_options(1, CpuMode::Exact).unwrap();
+    let mut rng = Rng::new(15);
+    let shape = AttentionShape {
+        n_head: 6,
+        n_kv_head: 2,
+        head_dim: 72,
+    };
+    let rope = RopeShape {
+        dims: 24,
+        base: 10_000.0,
+    };
+    let hd = shape.head_dim;
+    let kv_cols = shape.n_kv_head * hd;
+    let (q_norm, k_norm) = (rng.vec(hd), rng.vec(hd));
+    let (gq, cq) = (
+        gpu.upload(1, hd, &q_norm).unwrap(),
+        cpu.upload(1, hd, &q_norm).unwrap(),
+    );
+    let (gk, ck) = (
+        gpu.upload(1, hd, &k_norm).unwrap(),
+        cpu.upload(1, hd, &k_norm).unwrap(),
+    );
+    let capacity = 90;
+    let (mut g_kc, mut g_vc) = (
+        gpu.zeros(capacity, kv_cols).unwrap(),
+        gpu.zeros(capacity, kv_cols).unwrap(),
+    );
+    let (mut c_kc, mut c_vc) = (cpu.zeros(capacity, kv_cols), cpu.zeros(capacity, kv_cols));
+    let mut pos0 = 0;
+    for rows in [70, 1, 1] {
+        let qg: Vec<f32> = rng
+            .vec(rows * 2 * shape.n_head * hd)
+            .iter()
+            .map(|v| v * 3.0)
+            .collect();
+        let (k, v) = (rng.vec(rows * kv_cols), rng.vec(rows * kv_cols));
+        let got = Backend::gated_attention(
+            gpu,
+            &gpu.upload(rows, qg.len() / rows, &qg).unwrap(),
+            &gpu.upload(rows, kv_cols, &k).unwrap(),
+            &gpu.upload(rows, kv_cols, &v).unwrap(),
+            &gq,
+            &gk,
+            1e-6,
+            rope,
+            &mut g_kc,
+            &mut g_vc,
+            pos0,
+            shape,
+        )
+        .unwrap();
+        let want = cpu
+            .gated_attention(
+                &cpu.upload(rows, qg.len() / rows, &qg).unwrap(),
+                &cpu.upload(rows, kv_cols, &k).unwrap(),
+                &cpu.upload(rows, kv_cols, &v).unwrap(),
+                &cq,
+                &ck,
+                1e-6,
+                rope,
+                &mut c_kc,
+                &mut c_vc,
+                pos0,
+                shape,
+            )
+            .unwrap();
+        let want = cpu.read_rows(&want, 0, rows);
+        assert_close(
+            &format!("gated attention at {pos0}"),
+            &read_all(gpu, &got),
+            &want,
+        );
+        pos0 += rows;
+    }
+    let want = cpu.read_rows(&c_kc, 0, pos0);
+    assert_close("k cache", &gpu.read_rows(&g_kc, 0, pos0).unwrap(), &want);
 }

@@ -7,6 +7,8 @@
 // the head, so every key and value row is read with one coalesced vec4 load per invocation:
 // the per-dimension products of all TILE keys go to workgroup memory, invocation j then sums key
 // j's row of them into its score, and the weighted values accumulate in each invocation's vec4.
+// With `gated` the output is multiplied by sigmoid(gate), the gate half of each 2·head_dim group
+// of `gate_src` (the q projection's output); otherwise gate_src is unread.
 
 struct Params {
     n_head: u32,
@@ -16,7 +18,7 @@ struct Params {
     pos0: u32,
     kv_cols: u32,
     scale: f32,
-    _pad: u32,
+    gated: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -26,6 +28,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> k_cache: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read> gate_src: array<vec4<f32>>;
 
 // Keys per tile: one score per invocation.
 const TILE: u32 = WG;
@@ -115,6 +118,11 @@ fn main(
         workgroupBarrier();
     }
     if (owns) {
-        out[q_index] = acc / running_sum;
+        var o = acc / running_sum;
+        if (p.gated != 0u) {
+            let gate = gate_src[((t * p.n_head + h) * 2u + 1u) * lanes + lane];
+            o *= 1.0 / (1.0 + exp(-gate));
+        }
+        out[q_index] = o;
     }
 }

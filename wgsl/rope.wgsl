@@ -1,7 +1,6 @@
 // NeoX RoPE on the first rot_dims columns of every head_dim group; row t is at position pos0 + t.
 // Element d < rot_dims/2 pairs with d + rot_dims/2. The inverse frequencies come from the host
-// (computed there exactly as the reference does); the angle is reduced to [−π, π] in two steps
-// so that large positions keep their accuracy.
+// (computed there exactly as the reference does).
 
 struct Params {
     n: u32,
@@ -18,11 +17,6 @@ struct Params {
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> inv_freq: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
-
-// 2π split into a head exact in few bits and the rest (Cody–Waite).
-const TWO_PI_HEAD: f32 = 6.28125;
-const TWO_PI_TAIL: f32 = 0.0019353071795864769;
-const INV_TWO_PI: f32 = 0.15915494309189535;
 
 @compute @workgroup_size(WG)
 fn main(
@@ -41,14 +35,10 @@ fn main(
     }
     let half = p.rot_dims / 2u;
     let pos = f32(p.pos0 + i / p.cols);
-    let angle = pos * inv_freq[d % half];
-    let turns = round(angle * INV_TWO_PI);
-    let reduced = (angle - turns * TWO_PI_HEAD) - turns * TWO_PI_TAIL;
-    let c = cos(reduced);
-    let s = sin(reduced);
+    let r = rotation(pos, inv_freq[d % half]);
     if (d < half) {
-        out[i] = x[i] * c - x[i + half] * s;
+        out[i] = x[i] * r.x - x[i + half] * r.y;
     } else {
-        out[i] = x[i] * c + x[i - half] * s;
+        out[i] = x[i] * r.x + x[i - half] * r.y;
     }
 }

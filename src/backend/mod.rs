@@ -37,6 +37,14 @@ pub struct AttentionShape {
     pub head_dim: usize,
 }
 
+/// NeoX rotary embedding: the first `dims` of each head rotated, pair (i, i + dims/2) by
+/// position · base^(−2i/dims).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RopeShape {
+    pub dims: usize,
+    pub base: f32,
+}
+
 /// Head geometry of the Gated DeltaNet recurrence (§5): value head h reads q/k head `h % n_k_head`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeltaNetShape {
@@ -233,6 +241,35 @@ pub trait Backend: Send + Sync {
         pos0: usize,
         shape: AttentionShape,
     ) -> Result<Self::Tensor, BackendError>;
+    /// §4 steps 3–6 in one op: q (the first head_dim of each 2·head_dim group of `q_and_gate`)
+    /// and k RMS-normed per head with `q_norm` / `k_norm`, [`Backend::rope`] on both at positions
+    /// pos0.., [`Backend::attention`] (which appends k and v to the cache), and the output times
+    /// sigmoid(gate), the gate being the second head_dim of each group.
+    #[allow(clippy::too_many_arguments)]
+    fn gated_attention(
+        &self,
+        q_and_gate: &Self::Tensor,
+        k: &Self::Tensor,
+        v: &Self::Tensor,
+        q_norm: &Self::Tensor,
+        k_norm: &Self::Tensor,
+        eps: f32,
+        rope: RopeShape,
+        k_cache: &mut Self::Tensor,
+        v_cache: &mut Self::Tensor,
+        pos0: usize,
+        shape: AttentionShape,
+    ) -> Result<Self::Tensor, BackendError> {
+        let hd = shape.head_dim;
+        let q = self.slice_cols(q_and_gate, 2 * hd, 0, hd)?;
+        let gate = self.slice_cols(q_and_gate, 2 * hd, hd, hd)?;
+        let q = self.rms_norm(&q, q_norm, eps)?;
+        let k = self.rms_norm(k, k_norm, eps)?;
+        let q = self.rope(&q, hd, rope.dims, rope.base, pos0)?;
+        let k = self.rope(&k, hd, rope.dims, rope.base, pos0)?;
+        let o = self.attention(&q, &k, v, k_cache, v_cache, pos0, shape)?;
+        self.sigmoid_mul(&o, &gate)
+    }
     /// Causal depthwise conv (`w`: one row of taps per channel, oldest first) over the raw inputs
     /// in `state` (the previous taps−1 rows) followed by x, then SiLU; `state` keeps the last rows.
     fn conv1d_silu(

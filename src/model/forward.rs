@@ -5,7 +5,7 @@ use super::config::Config;
 use super::state::{LayerState, State};
 use super::weights::{Attention, DeltaNet, Mixer, Weights};
 use super::ModelError;
-use crate::backend::{AttentionShape, Backend, DeltaNetShape};
+use crate::backend::{AttentionShape, Backend, DeltaNetShape, RopeShape};
 
 /// Layers whose bodies are not run, for timing the rest (`qwen35 bench --skip`); anything but
 /// `None` gives wrong logits.
@@ -89,29 +89,36 @@ fn attention<B: Backend>(
     pos0: usize,
     h: &mut B::Tensor,
 ) -> Result<(), ModelError> {
-    let (hd, eps) = (cfg.head_dim, cfg.rms_eps);
     // 1. Each head's 2·hd projections are [query | gate].
     let q_and_gate = b.matmul(u, &a.q)?;
-    let q = b.slice_cols(&q_and_gate, 2 * hd, 0, hd)?;
-    let gate = b.slice_cols(&q_and_gate, 2 * hd, hd, hd)?;
     // 2. Keys and values.
     let k = b.matmul(u, &a.k)?;
     let v = b.matmul(u, &a.v)?;
-    // 3. Per-head RMS norm of q and k, before RoPE.
-    let q = b.rms_norm(&q, &a.q_norm, eps)?;
-    let k = b.rms_norm(&k, &a.k_norm, eps)?;
-    // 4. RoPE on the first rope_dims of each head.
-    let q = b.rope(&q, hd, cfg.rope_dims, cfg.rope_base, pos0)?;
-    let k = b.rope(&k, hd, cfg.rope_dims, cfg.rope_base, pos0)?;
-    // 5. Append to the cache and attend causally (GQA).
+    // 3. Per-head RMS norm of q and k, before 4. RoPE on the first rope_dims of each head;
+    // 5. append k, v to the cache and attend causally (GQA); 6. sigmoid output gate.
+    let rope = RopeShape {
+        dims: cfg.rope_dims,
+        base: cfg.rope_base,
+    };
     let shape = AttentionShape {
         n_head: cfg.n_head,
         n_kv_head: cfg.n_kv_head,
-        head_dim: hd,
+        head_dim: cfg.head_dim,
     };
-    let o = b.attention(&q, &k, &v, k_cache, v_cache, pos0, shape)?;
-    // 6. Sigmoid output gate, then the output projection.
-    let o = b.sigmoid_mul(&o, &gate)?;
+    let o = b.gated_attention(
+        &q_and_gate,
+        &k,
+        &v,
+        &a.q_norm,
+        &a.k_norm,
+        cfg.rms_eps,
+        rope,
+        k_cache,
+        v_cache,
+        pos0,
+        shape,
+    )?;
+    // Then the output projection.
     Ok(b.matmul_add(&o, &a.output, h)?)
 }
 

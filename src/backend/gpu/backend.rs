@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
-use crate::backend::{AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape};
+use crate::backend::{
+    AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape, RopeShape,
+};
 use crate::gguf::{GgufFile, TensorInfo};
 
 impl GpuError {
@@ -182,6 +184,26 @@ impl Backend for Wgpu {
     ) -> Result<GpuTensor, BackendError> {
         Wgpu::attention(self, q, k, v, k_cache, v_cache, pos0, shape)
             .map_err(|e| e.into_backend("attention"))
+    }
+
+    fn gated_attention(
+        &self,
+        q_and_gate: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        q_norm: &GpuTensor,
+        k_norm: &GpuTensor,
+        eps: f32,
+        rope: RopeShape,
+        k_cache: &mut GpuTensor,
+        v_cache: &mut GpuTensor,
+        pos0: usize,
+        shape: AttentionShape,
+    ) -> Result<GpuTensor, BackendError> {
+        Wgpu::gated_attention(
+            self, q_and_gate, k, v, q_norm, k_norm, eps, rope, k_cache, v_cache, pos0, shape,
+        )
+        .map_err(|e| e.into_backend("gated_attention"))
     }
 
     fn conv1d_silu(

@@ -41,6 +41,7 @@ const WORDS: WgslFile = wgsl!("words");
 pub const GEMV_ROWS: usize = 4;
 const KQUANT_SCALES: WgslFile = wgsl!("kquant_scales");
 const SOFTPLUS: WgslFile = wgsl!("softplus");
+const ROPE_ANGLE: WgslFile = wgsl!("rope_angle");
 
 /// A weight storage format with a GPU decoder: the file's blocks, bound as they are.
 #[allow(non_camel_case_types)]
@@ -157,6 +158,7 @@ pub enum Kernel {
     RmsNorm,
     L2Norm,
     Rope,
+    QkNormRope,
     Attention,
     Conv1dSilu,
     ConvQkvNorm,
@@ -183,6 +185,7 @@ impl Kernel {
             Kernel::RmsNorm,
             Kernel::L2Norm,
             Kernel::Rope,
+            Kernel::QkNormRope,
             Kernel::Attention,
             Kernel::Conv1dSilu,
             Kernel::ConvQkvNorm,
@@ -214,6 +217,7 @@ impl Kernel {
             Kernel::RmsNorm => "rms_norm".into(),
             Kernel::L2Norm => "l2_norm".into(),
             Kernel::Rope => "rope".into(),
+            Kernel::QkNormRope => "qk_norm_rope".into(),
             Kernel::Attention => "attention".into(),
             Kernel::Conv1dSilu => "conv1d_silu".into(),
             Kernel::ConvQkvNorm => "conv_qkv_norm".into(),
@@ -259,7 +263,8 @@ impl Kernel {
             Kernel::CopyRows => files.push(wgsl!("copy_rows")),
             Kernel::RmsNorm => files.extend([REDUCE, wgsl!("rms_norm")]),
             Kernel::L2Norm => files.extend([REDUCE, wgsl!("l2_norm")]),
-            Kernel::Rope => files.push(wgsl!("rope")),
+            Kernel::Rope => files.extend([ROPE_ANGLE, wgsl!("rope")]),
+            Kernel::QkNormRope => files.extend([REDUCE, ROPE_ANGLE, wgsl!("qk_norm_rope")]),
             Kernel::Attention => files.extend([REDUCE, wgsl!("attention")]),
             Kernel::Conv1dSilu => files.push(wgsl!("conv1d_silu")),
             Kernel::ConvQkvNorm => files.extend([REDUCE, wgsl!("conv_qkv_norm")]),

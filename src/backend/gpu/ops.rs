@@ -4,7 +4,7 @@ use super::kernels::{Kernel, GEMV_ROWS};
 use super::recorder::Binding;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::checks;
-use crate::backend::{AttentionShape, DeltaNetShape};
+use crate::backend::{AttentionShape, DeltaNetShape, RopeShape};
 
 /// Invocations per workgroup of every kernel (WGSL `WG` in grid.wgsl).
 const WG: usize = 64;
@@ -474,6 +474,116 @@ impl Wgpu {
         pos0: usize,
         shape: AttentionShape,
     ) -> Result<GpuTensor, GpuError> {
+        self.attention_kernel(q, k, v, k_cache, v_cache, pos0, shape, None)
+    }
+
+    /// §4 steps 3–6: q (from the query halves of `q_and_gate`) and k RMS-normed per head and
+    /// rotated in one dispatch, then [`Wgpu::attention`] with the sigmoid gate applied to its
+    /// output in the same dispatch.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gated_attention(
+        &self,
+        q_and_gate: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        q_norm: &GpuTensor,
+        k_norm: &GpuTensor,
+        eps: f32,
+        rope: RopeShape,
+        k_cache: &GpuTensor,
+        v_cache: &GpuTensor,
+        pos0: usize,
+        shape: AttentionShape,
+    ) -> Result<GpuTensor, GpuError> {
+        let op = "gated_attention";
+        let AttentionShape {
+            n_head,
+            n_kv_head,
+            head_dim,
+        } = shape;
+        let rows = q_and_gate.rows;
+        let fits = (1..=MAX_HEAD_DIM).contains(&head_dim)
+            && q_and_gate.cols == 2 * n_head * head_dim
+            && k.dims() == (rows, n_kv_head * head_dim)
+            && q_norm.dims() == (1, head_dim)
+            && k_norm.dims() == (1, head_dim)
+            && rope.dims <= head_dim
+            && rope.dims.is_multiple_of(2);
+        if !fits {
+            return Err(shape_error(
+                op,
+                format!(
+                    "q_and_gate {rows}×{}, k {}×{}, norms {}×{} and {}×{}, rope over {} dims \
+                     for {n_head}/{n_kv_head} heads of {head_dim}",
+                    q_and_gate.cols,
+                    k.rows,
+                    k.cols,
+                    q_norm.rows,
+                    q_norm.cols,
+                    k_norm.rows,
+                    k_norm.cols,
+                    rope.dims
+                ),
+            ));
+        }
+        let last_pos = word(op, "position", pos0.saturating_add(rows))?;
+        let q = self.output(rows, n_head * head_dim)?;
+        let k_rotated = self.output(rows, k.cols)?;
+        // With no rotated dims the table is never read; any buffer binds.
+        let table = if rope.dims == 0 {
+            q_norm.buffer.clone()
+        } else {
+            self.rope_table(rope.dims, rope.base)?
+        };
+        self.record(
+            Kernel::QkNormRope,
+            &[
+                n_head as u32,
+                n_kv_head as u32,
+                head_dim as u32,
+                rope.dims as u32,
+                last_pos - rows as u32,
+                rows as u32,
+                eps.to_bits(),
+                0,
+            ],
+            &[
+                &q_and_gate.buffer,
+                &k.buffer,
+                &q_norm.buffer,
+                &k_norm.buffer,
+                &table,
+                &q.buffer,
+                &k_rotated.buffer,
+            ],
+            rows * (n_head + n_kv_head),
+            f32_bytes(&[q_and_gate, k]),
+        )?;
+        self.attention_kernel(
+            &q,
+            &k_rotated,
+            v,
+            k_cache,
+            v_cache,
+            pos0,
+            shape,
+            Some(q_and_gate),
+        )
+    }
+
+    /// The attention kernel, its output times sigmoid of the gate halves of `gate` if given.
+    #[allow(clippy::too_many_arguments)]
+    fn attention_kernel(
+        &self,
+        q: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        k_cache: &GpuTensor,
+        v_cache: &GpuTensor,
+        pos0: usize,
+        shape: AttentionShape,
+        gate: Option<&GpuTensor>,
+    ) -> Result<GpuTensor, GpuError> {
         let AttentionShape {
             n_head,
             n_kv_head,
@@ -508,7 +618,7 @@ impl Wgpu {
                 pos0 as u32,
                 kv_cols as u32,
                 scale.to_bits(),
-                0,
+                gate.is_some() as u32,
             ],
             &[
                 &q.buffer,
@@ -517,6 +627,7 @@ impl Wgpu {
                 &k_cache.buffer,
                 &v_cache.buffer,
                 &out.buffer,
+                &gate.unwrap_or(q).buffer,
             ],
             q.rows * n_head,
             f32_bytes(&[q]) + ((pos0 + q.rows) * kv_cols * 8) as u64,
