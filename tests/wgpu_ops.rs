@@ -794,7 +794,7 @@ fn stats_count_decode_dispatches_and_profile_op_classes() {
 #[test]
 fn fused_delta_net_ops_match_their_compositions() {
     use qwen35::backend::cpu::{CpuBackend, CpuMode};
-    use qwen35::backend::Backend;
+    use qwen35::backend::{Backend, Qkv};
     let Some(gpu) = gpu() else { return };
     let cpu = CpuBackend::with_options(1, CpuMode::Exact).unwrap();
     let mut rng = Rng::new(14);
@@ -843,7 +843,11 @@ fn fused_delta_net_ops_match_their_compositions() {
             .iter()
             .map(|v| v * 4.0)
             .collect();
-        let (gq, gk, gv) = Backend::conv_qkv_norm(
+        let Qkv {
+            q: gq,
+            k: gk,
+            v: gv,
+        } = Backend::conv_qkv_norm(
             gpu,
             &gpu.upload(rows, channels, &m).unwrap(),
             &g_w,
@@ -853,7 +857,11 @@ fn fused_delta_net_ops_match_their_compositions() {
             1e-6,
         )
         .unwrap();
-        let (cq, ck, cv) = cpu
+        let Qkv {
+            q: cq,
+            k: ck,
+            v: cv,
+        } = cpu
             .conv_qkv_norm(
                 &cpu.upload(rows, channels, &m).unwrap(),
                 &c_w,
@@ -985,4 +993,79 @@ fn fused_gated_attention_matches_its_composition() {
     }
     let want = cpu.read_rows(&c_kc, 0, pos0);
     assert_close("k cache", &gpu.read_rows(&g_kc, 0, pos0).unwrap(), &want);
+}
+
+#[test]
+fn argmax_takes_the_lowest_index_of_the_largest_across_chunks() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(16);
+    // Three chunks of 4096 per row; the maximum appears twice in row 0 (in two chunks) and row 1
+    // has NaNs, which never win.
+    let cols = 9000;
+    let mut x = rng.vec(2 * cols);
+    x[7000] = 50.0;
+    x[5000] = 50.0;
+    x[cols + 8999] = 9.0;
+    x[cols + 3] = f32::NAN;
+    x[cols + 4100] = f32::NAN;
+    let got = gpu.argmax(&gpu.upload(2, cols, &x).unwrap()).unwrap();
+    assert_eq!(got.dims(), (2, 1));
+    assert_eq!(read_all(gpu, &got), vec![5000.0, 8999.0]);
+    for (row, &id) in read_all(gpu, &got).iter().enumerate() {
+        let want = qwen35::sample::argmax(&x[row * cols..(row + 1) * cols]);
+        assert_eq!(id as u32, want, "row {row}");
+    }
+    // One chunk: a single pass.
+    let small = gpu.upload(1, 5, &[1.0, 3.0, -2.0, 3.0, 0.5]).unwrap();
+    assert_eq!(read_all(gpu, &gpu.argmax(&small).unwrap()), vec![1.0]);
+}
+
+/// Greedy decoding with the argmax and the token ids kept on the GPU gives the tokens of the
+/// host loop (eval, argmax on the host, feed back) on the CPU reference, on every fixture.
+#[test]
+fn decode_greedy_on_the_gpu_matches_the_host_loop_on_the_cpu() {
+    use qwen35::backend::cpu::CpuBackend;
+    use qwen35::gguf::GgufFile;
+    use qwen35::model::{Config, Engine, Session};
+    use qwen35::sample::argmax;
+    use std::sync::Arc;
+
+    if gpu().is_none() {
+        return;
+    }
+    for name in ["tiny-q4_k.gguf", "tiny-q8_0.gguf", "tiny-f32.gguf"] {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/").to_string() + name;
+        let file = Arc::new(GgufFile::open(&path).unwrap());
+        let config = Config::from_gguf(&file).unwrap();
+        let mut on_cpu =
+            Session::new(CpuBackend::new(1).unwrap(), &file, config.clone(), 64).unwrap();
+        let mut on_gpu = Session::new(Wgpu::new().unwrap(), &file, config, 64).unwrap();
+        let prompt = [1u32, 7, 42, 3, 99];
+        let first = argmax(&on_cpu.eval(&prompt, false).unwrap());
+        let mut want = Vec::new();
+        let mut next = first;
+        for _ in 0..24 {
+            next = argmax(&on_cpu.eval(&[next], false).unwrap());
+            want.push(next);
+        }
+        on_gpu.eval(&prompt, false).unwrap();
+        let mut streamed = Vec::new();
+        let got = on_gpu
+            .decode_greedy(first, 24, &mut |t| {
+                streamed.push(t);
+                true
+            })
+            .unwrap();
+        assert_eq!(got, want, "{name}");
+        assert_eq!(streamed, want, "{name}");
+        // All but the last chosen token were fed.
+        assert_eq!(on_gpu.position(), prompt.len() + 24);
+        // Stopping early: the callback's false ends the loop at that token.
+        on_gpu.reset();
+        on_gpu.eval(&prompt, false).unwrap();
+        let got = on_gpu
+            .decode_greedy(first, 24, &mut |t| t != want[5])
+            .unwrap();
+        assert_eq!(got.last(), Some(&want[5]), "{name}");
+    }
 }

@@ -1,6 +1,7 @@
 // out[t] = dequantized row ids[t] of the weight, for the tokens whose row lies in this part
 // (rows first_row..first_row+part_rows); one workgroup per token. The weight format comes from
-// the dequant_*.wgsl file composed with this one.
+// the dequant_*.wgsl file composed with this one. With `float_ids` the ids are exact f32 values
+// (an argmax on the GPU made them) rather than u32.
 
 struct Params {
     cols: u32,
@@ -9,8 +10,8 @@ struct Params {
     first_row: u32,
     part_rows: u32,
     units: u32,
-    _pad0: u32,
-    _pad1: u32,
+    float_ids: u32,
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -28,7 +29,10 @@ fn main(
     if (t >= p.tokens) {
         return;
     }
-    let id = ids[t];
+    var id = ids[t];
+    if (p.float_ids != 0u) {
+        id = u32(bitcast<f32>(id));
+    }
     if (id < p.first_row || id - p.first_row >= p.part_rows) {
         return;
     }

@@ -37,6 +37,13 @@ pub struct AttentionShape {
     pub head_dim: usize,
 }
 
+/// q, k and v of a Gated DeltaNet layer, as [`Backend::conv_qkv_norm`] leaves them.
+pub struct Qkv<T> {
+    pub q: T,
+    pub k: T,
+    pub v: T,
+}
+
 /// NeoX rotary embedding: the first `dims` of each head rotated, pair (i, i + dims/2) by
 /// position · base^(−2i/dims).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -105,6 +112,27 @@ pub mod checks {
     }
 }
 
+/// A copy of a tensor on its way to the host: [`Backend::start_read`] begins it and
+/// [`PendingRead::wait`] ends it, so that a backend can keep working in between.
+pub struct PendingRead(Box<dyn FnOnce() -> Vec<f32> + Send>);
+
+impl PendingRead {
+    /// A read that is already complete.
+    pub fn ready(values: Vec<f32>) -> PendingRead {
+        PendingRead(Box::new(move || values))
+    }
+
+    /// A read that `finish` completes.
+    pub fn new(finish: impl FnOnce() -> Vec<f32> + Send + 'static) -> PendingRead {
+        PendingRead(Box::new(finish))
+    }
+
+    /// Waits for the copy and returns the values (row-major).
+    pub fn wait(self) -> Vec<f32> {
+        (self.0)()
+    }
+}
+
 /// Work counters and, when profiling is on, time per op class (for `qwen35 bench`).
 #[derive(Clone, Debug, Default)]
 pub struct BackendStats {
@@ -154,8 +182,41 @@ pub trait Backend: Send + Sync {
         data: &[f32],
     ) -> Result<(), BackendError>;
 
+    /// Like [`Backend::read_rows`] of every row, but returns at once; the backend goes on with
+    /// later work while the copy is under way.
+    fn start_read(&self, x: &Self::Tensor) -> PendingRead {
+        let rows = self.dims(x).0;
+        PendingRead::ready(self.read_rows(x, 0, rows))
+    }
+
     /// Row `tokens[t]` of `table`, dequantized, for each t.
     fn embed(&self, table: &Self::Weight, tokens: &[u32]) -> Result<Self::Tensor, BackendError>;
+    /// [`Backend::embed`] of the token ids held in `ids` (one per row, as exact f32 values, as
+    /// [`Backend::argmax`] gives them), without the ids visiting the host.
+    fn embed_ids(
+        &self,
+        table: &Self::Weight,
+        ids: &Self::Tensor,
+    ) -> Result<Self::Tensor, BackendError> {
+        let rows = self.dims(ids).0;
+        let tokens: Vec<u32> = self
+            .read_rows(ids, 0, rows)
+            .iter()
+            .map(|&id| id as u32)
+            .collect();
+        self.embed(table, &tokens)
+    }
+    /// Each row's index of its largest value (the lowest index on ties; NaN never wins), as an
+    /// exact f32: a `rows × 1` tensor.
+    fn argmax(&self, x: &Self::Tensor) -> Result<Self::Tensor, BackendError> {
+        let (rows, cols) = self.dims(x);
+        let values = self.read_rows(x, 0, rows);
+        let best: Vec<f32> = values
+            .chunks_exact(cols.max(1))
+            .map(|row| crate::sample::argmax(row) as f32)
+            .collect();
+        self.upload(rows, 1, &best)
+    }
     /// `y = x · Wᵀ` for every row of x.
     fn matmul(&self, x: &Self::Tensor, w: &Self::Weight) -> Result<Self::Tensor, BackendError>;
     /// `acc += x · Wᵀ`: a projection added to the residual stream.
@@ -310,7 +371,7 @@ pub trait Backend: Send + Sync {
         shape: DeltaNetShape,
         q_scale: f32,
         eps: f32,
-    ) -> Result<(Self::Tensor, Self::Tensor, Self::Tensor), BackendError> {
+    ) -> Result<Qkv<Self::Tensor>, BackendError> {
         let y = self.conv1d_silu(m, w, state)?;
         let key_width = shape.n_k_head * shape.k_dim;
         let width = 2 * key_width + shape.n_v_head * shape.v_dim;
@@ -319,7 +380,7 @@ pub trait Backend: Send + Sync {
         let v = self.slice_cols(&y, width, 2 * key_width, width - 2 * key_width)?;
         let q = self.l2_norm(&q, shape.k_dim, q_scale, eps)?;
         let k = self.l2_norm(&k, shape.k_dim, 1.0, eps)?;
-        Ok((q, k, v))
+        Ok(Qkv { q, k, v })
     }
     /// [`Backend::delta_rule`] with its gates from the projections: [`Backend::delta_net_gates`]
     /// of alpha and beta first.

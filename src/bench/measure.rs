@@ -103,11 +103,9 @@ fn measure(
             "{kind}: decode {decode_tokens} tokens, run {run}/{repeats}"
         ));
         engine.reset();
-        let mut next = argmax(&engine.eval(&prompts.take(DECODE_PROMPT), false)?);
+        let next = argmax(&engine.eval(&prompts.take(DECODE_PROMPT), false)?);
         let started = Instant::now();
-        for _ in 0..decode_tokens {
-            next = argmax(&engine.eval(&[next], false)?);
-        }
+        engine.decode_greedy(next, decode_tokens, &mut |_| true)?;
         seconds.push(started.elapsed().as_secs_f64());
     }
     let tok_per_s: Vec<f64> = seconds.iter().map(|s| decode_tokens as f64 / s).collect();
@@ -173,11 +171,9 @@ fn profiled_pass(
     engine.set_profiling(true);
     engine.take_stats();
     let result = (|| {
-        let mut next = argmax(&engine.eval(prompt, false)?);
+        let next = argmax(&engine.eval(prompt, false)?);
         let prefill = engine.take_stats();
-        for _ in 0..tokens {
-            next = argmax(&engine.eval(&[next], false)?);
-        }
+        engine.decode_greedy(next, tokens, &mut |_| true)?;
         Ok((prefill, engine.take_stats()))
     })();
     engine.set_profiling(false);

@@ -54,7 +54,7 @@ pub fn render_table(report: &Report) -> String {
         out.push('\n');
     }
     out.push_str(&format!(
-        "tok/s and ms/tok: median [min..max] of {} runs; prefill from an empty state, decode greedy after a 16-token prompt.\n\
+        "tok/s and ms/tok: median [min..max] of {} runs; prefill from an empty state, decode greedy after a 16-token prompt (argmax on the backend, each step queued before the previous token is read).\n\
          peak RSS: the whole process's high-water mark (VmHWM) while each backend ran; GPU memory is not in it.\n\
          disp/tok, submits/tok: counted on a separate profiled decode pass.\n",
         report.repeats

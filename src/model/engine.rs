@@ -4,7 +4,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use super::config::Config;
-use super::forward::{forward, SkipLayers};
+use super::forward::{forward, SkipLayers, Tokens};
 use super::state::{Snapshot, State};
 use super::weights::Weights;
 use super::ModelError;
@@ -63,6 +63,17 @@ pub trait Engine: Send {
     /// token's ([n·vocab], token-major). Fails with `ContextFull` before touching the state when
     /// the tokens do not fit.
     fn eval(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>, ModelError>;
+    /// Greedy decoding from `first`: feeds it, then each token chosen (the argmax of the
+    /// logits, taken on the backend), at most `n` steps. The next step is queued on the backend
+    /// before the previous token has reached the host, so a GPU never waits for this loop.
+    /// `on_token` gets each chosen token and returns false to stop. Returns the chosen tokens;
+    /// every one of them has been fed except, after `n` steps, the last.
+    fn decode_greedy(
+        &mut self,
+        first: u32,
+        n: usize,
+        on_token: &mut dyn FnMut(u32) -> bool,
+    ) -> Result<Vec<u32>, ModelError>;
     /// Back to an empty sequence.
     fn reset(&mut self);
     fn snapshot(&self) -> Snapshot;
@@ -152,6 +163,43 @@ impl<B: Backend> Session<B> {
     }
 }
 
+impl<B: Backend> Session<B> {
+    /// Fails before touching the state when `count` more tokens do not fit or an id is not in
+    /// the vocabulary.
+    fn check_input(&self, count: usize, tokens: &[u32]) -> Result<(), ModelError> {
+        let needed = self.state.position + count;
+        if needed > self.state.context_len {
+            return Err(ModelError::ContextFull {
+                needed,
+                ctx: self.state.context_len,
+            });
+        }
+        if let Some(&token) = tokens.iter().find(|&&t| t as usize >= self.config.vocab) {
+            return Err(ModelError::TokenOutOfRange {
+                token,
+                vocab: self.config.vocab,
+            });
+        }
+        Ok(())
+    }
+
+    fn forward(
+        &mut self,
+        tokens: Tokens<'_, B::Tensor>,
+        all: bool,
+    ) -> Result<B::Tensor, ModelError> {
+        forward(
+            &self.backend,
+            &self.config,
+            &self.weights,
+            &mut self.state,
+            tokens,
+            all,
+            self.skip,
+        )
+    }
+}
+
 impl<B: Backend> Engine for Session<B> {
     fn set_profiling(&mut self, on: bool) {
         self.backend.set_profiling(on);
@@ -181,30 +229,47 @@ impl<B: Backend> Engine for Session<B> {
         if tokens.is_empty() {
             return Err(ModelError::EmptyInput);
         }
-        let needed = self.state.position + tokens.len();
-        if needed > self.state.context_len {
-            return Err(ModelError::ContextFull {
-                needed,
-                ctx: self.state.context_len,
-            });
-        }
-        if let Some(&token) = tokens.iter().find(|&&t| t as usize >= self.config.vocab) {
-            return Err(ModelError::TokenOutOfRange {
-                token,
-                vocab: self.config.vocab,
-            });
-        }
-        let logits = forward(
-            &self.backend,
-            &self.config,
-            &self.weights,
-            &mut self.state,
-            tokens,
-            all_logits,
-            self.skip,
-        )?;
+        self.check_input(tokens.len(), tokens)?;
+        let logits = self.forward(Tokens::Host(tokens), all_logits)?;
         let rows = self.backend.dims(&logits).0;
         Ok(self.backend.read_rows(&logits, 0, rows))
+    }
+
+    fn decode_greedy(
+        &mut self,
+        first: u32,
+        n: usize,
+        on_token: &mut dyn FnMut(u32) -> bool,
+    ) -> Result<Vec<u32>, ModelError> {
+        self.check_input(n, &[first])?;
+        let mut chosen = Vec::with_capacity(n);
+        if n == 0 {
+            return Ok(chosen);
+        }
+        let mut in_flight = std::collections::VecDeque::with_capacity(2);
+        let logits = self.forward(Tokens::Host(&[first]), false)?;
+        let mut ids = self.backend.argmax(&logits)?;
+        in_flight.push_back(self.backend.start_read(&ids));
+        for step in 1..=n {
+            // Queue the next step on the id still on the backend, then learn the previous one.
+            if step < n {
+                let logits = self.forward(Tokens::OnBackend(&ids), false)?;
+                ids = self.backend.argmax(&logits)?;
+                in_flight.push_back(self.backend.start_read(&ids));
+            }
+            let Some(read) = in_flight.pop_front() else {
+                break;
+            };
+            let token = match read.wait().first() {
+                Some(&id) if id >= 0.0 && (id as usize) < self.config.vocab => id as u32,
+                _ => return Err(ModelError::NoTokenRead),
+            };
+            chosen.push(token);
+            if !on_token(token) {
+                break;
+            }
+        }
+        Ok(chosen)
     }
 
     fn reset(&mut self) {

@@ -5,7 +5,7 @@ use super::config::Config;
 use super::state::{LayerState, State};
 use super::weights::{Attention, DeltaNet, Mixer, Weights};
 use super::ModelError;
-use crate::backend::{AttentionShape, Backend, DeltaNetShape, RopeShape};
+use crate::backend::{AttentionShape, Backend, DeltaNetShape, Qkv, RopeShape};
 
 /// Layers whose bodies are not run, for timing the rest (`qwen35 bench --skip`); anything but
 /// `None` gives wrong logits.
@@ -27,6 +27,14 @@ impl SkipLayers {
     }
 }
 
+/// The tokens a forward consumes: ids from the host, or ids already on the backend (one per row,
+/// exact f32 values, as `Backend::argmax` leaves them).
+#[derive(Clone, Copy)]
+pub enum Tokens<'a, T> {
+    Host(&'a [u32]),
+    OnBackend(&'a T),
+}
+
 /// Runs `tokens` (at positions `state.position..`) through the model, advancing the state.
 /// Returns the logits of every token ([n, vocab]) or of the last one ([1, vocab]).
 pub fn forward<B: Backend>(
@@ -34,7 +42,7 @@ pub fn forward<B: Backend>(
     cfg: &Config,
     w: &Weights<B>,
     state: &mut State<B>,
-    tokens: &[u32],
+    tokens: Tokens<'_, B::Tensor>,
     all_logits: bool,
     skip: SkipLayers,
 ) -> Result<B::Tensor, ModelError> {
@@ -42,7 +50,11 @@ pub fn forward<B: Backend>(
     let eps = cfg.rms_eps;
 
     // §2: h = E[token], no scaling.
-    let mut h = b.embed(&w.token_embd, tokens)?;
+    let mut h = match tokens {
+        Tokens::Host(ids) => b.embed(&w.token_embd, ids)?,
+        Tokens::OnBackend(ids) => b.embed_ids(&w.token_embd, ids)?,
+    };
+    let n = b.dims(&h).0;
     for (i, (layer, layer_state)) in w.layers.iter().zip(&mut state.layers).enumerate() {
         if skip.skips(&layer.mixer) {
             continue;
@@ -65,13 +77,13 @@ pub fn forward<B: Backend>(
         let up = b.matmul(&u, &layer.ffn_up)?;
         b.swiglu_matmul_add(&gate, &up, &layer.ffn_down, &mut h)?;
     }
-    state.position = pos0 + tokens.len();
+    state.position = pos0 + n;
 
     // Final norm and lm_head, only on the rows whose logits are wanted.
     let h = if all_logits {
         h
     } else {
-        b.rows(&h, tokens.len().saturating_sub(1), 1)?
+        b.rows(&h, n.saturating_sub(1), 1)?
     };
     let h = b.rms_norm(&h, &w.output_norm, eps)?;
     Ok(b.matmul(&h, &w.output)?)
@@ -147,7 +159,7 @@ fn delta_net<B: Backend>(
     // 5.2 Causal depthwise conv + SiLU over the raw m of the previous tokens; 5.3 split into q,
     // k, v, with q and k L2-normalised per head and q also scaled by 1/sqrt(Dk).
     let q_scale = 1.0 / (cfg.ssm_k_dim as f32).sqrt();
-    let (q, k, v) = b.conv_qkv_norm(&m, &d.conv, conv_state, shape, q_scale, eps)?;
+    let Qkv { q, k, v } = b.conv_qkv_norm(&m, &d.conv, conv_state, shape, q_scale, eps)?;
     // 5.4 The gated delta rule on the recurrent state (value head h reads q/k head h mod Hk),
     // with decay g = ssm_a·softplus(α + dt_bias) and write strength β = sigmoid(β).
     let o = b.gated_delta_rule(

@@ -64,6 +64,8 @@ pub enum ModelError {
     StateMismatch { layer: usize },
     #[error("snapshot does not fit this engine: {reason}")]
     SnapshotMismatch { reason: String },
+    #[error("the backend returned no token id (a failed readback; the device may be lost)")]
+    NoTokenRead,
     #[error(transparent)]
     Backend(#[from] BackendError),
 }

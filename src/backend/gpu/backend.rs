@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::{
-    AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape, RopeShape,
+    AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape, PendingRead, Qkv, RopeShape,
 };
 use crate::gguf::{GgufFile, TensorInfo};
 
@@ -82,6 +82,42 @@ impl Backend for Wgpu {
             self.poison(e);
             Vec::new()
         })
+    }
+
+    /// A failed readback poisons the backend and yields no values.
+    fn start_read(&self, x: &GpuTensor) -> PendingRead {
+        let size = (x.len() * 4) as u64;
+        if size == 0 {
+            return PendingRead::ready(Vec::new());
+        }
+        let started = self
+            .check_device()
+            .and_then(|()| self.recorder.start_read(&x.buffer, 0, size));
+        let sink = Arc::clone(&self.device_error);
+        match started {
+            Ok(read) => PendingRead::new(move || match read.wait() {
+                Ok(bytes) => bytemuck::pod_collect_to_vec(&bytes),
+                Err(e) => {
+                    log::error!("wgpu: {e}");
+                    if let Ok(mut first) = sink.lock() {
+                        first.get_or_insert_with(|| e.to_string());
+                    }
+                    Vec::new()
+                }
+            }),
+            Err(e) => {
+                self.poison(e);
+                PendingRead::ready(Vec::new())
+            }
+        }
+    }
+
+    fn embed_ids(&self, table: &GpuWeight, ids: &GpuTensor) -> Result<GpuTensor, BackendError> {
+        Wgpu::embed_ids(self, table, ids).map_err(|e| e.into_backend("embed_ids"))
+    }
+
+    fn argmax(&self, x: &GpuTensor) -> Result<GpuTensor, BackendError> {
+        Wgpu::argmax(self, x).map_err(|e| e.into_backend("argmax"))
     }
 
     fn write_rows(
@@ -248,7 +284,7 @@ impl Backend for Wgpu {
         shape: DeltaNetShape,
         q_scale: f32,
         eps: f32,
-    ) -> Result<(GpuTensor, GpuTensor, GpuTensor), BackendError> {
+    ) -> Result<Qkv<GpuTensor>, BackendError> {
         Wgpu::conv_qkv_norm(self, m, w, state, shape, q_scale, eps)
             .map_err(|e| e.into_backend("conv_qkv_norm"))
     }

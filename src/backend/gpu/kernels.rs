@@ -39,6 +39,17 @@ const WORDS: WgslFile = wgsl!("words");
 
 /// Weight rows per workgroup of the fast GEMV kernels (WGSL `ROWS` of reduce_rows_*.wgsl).
 pub const GEMV_ROWS: usize = 4;
+
+/// EXPERIMENT (to be removed): GEMV rows per workgroup from QWEN35_GEMV_ROWS.
+pub fn gemv_rows() -> usize {
+    static ROWS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *ROWS.get_or_init(|| {
+        std::env::var("QWEN35_GEMV_ROWS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(GEMV_ROWS)
+    })
+}
 const KQUANT_SCALES: WgslFile = wgsl!("kquant_scales");
 const SOFTPLUS: WgslFile = wgsl!("softplus");
 const ROPE_ANGLE: WgslFile = wgsl!("rope_angle");
@@ -162,6 +173,7 @@ pub enum Kernel {
     Attention,
     Conv1dSilu,
     ConvQkvNorm,
+    Argmax,
     DeltaNetGates,
     DeltaRule,
 }
@@ -189,6 +201,7 @@ impl Kernel {
             Kernel::Attention,
             Kernel::Conv1dSilu,
             Kernel::ConvQkvNorm,
+            Kernel::Argmax,
             Kernel::DeltaNetGates,
             Kernel::DeltaRule,
         ]);
@@ -221,6 +234,7 @@ impl Kernel {
             Kernel::Attention => "attention".into(),
             Kernel::Conv1dSilu => "conv1d_silu".into(),
             Kernel::ConvQkvNorm => "conv_qkv_norm".into(),
+            Kernel::Argmax => "argmax".into(),
             Kernel::DeltaNetGates => "delta_net_gates".into(),
             Kernel::DeltaRule => "delta_rule".into(),
         }
@@ -268,6 +282,7 @@ impl Kernel {
             Kernel::Attention => files.extend([REDUCE, wgsl!("attention")]),
             Kernel::Conv1dSilu => files.push(wgsl!("conv1d_silu")),
             Kernel::ConvQkvNorm => files.extend([REDUCE, wgsl!("conv_qkv_norm")]),
+            Kernel::Argmax => files.push(wgsl!("argmax")),
             Kernel::DeltaNetGates => files.extend([SOFTPLUS, wgsl!("delta_net_gates")]),
             Kernel::DeltaRule => files.extend([SOFTPLUS, wgsl!("delta_rule")]),
         }
@@ -275,10 +290,15 @@ impl Kernel {
     }
 
     pub fn source(self, subgroups: bool) -> String {
-        self.files(subgroups)
+        let s: String = self
+            .files(subgroups)
             .iter()
             .map(|f| format!("// ---- {} ----\n{}\n", f.name, f.source))
-            .collect()
+            .collect();
+        s.replace(
+            "const ROWS: u32 = 4u;",
+            &format!("const ROWS: u32 = {}u;", gemv_rows()),
+        )
     }
 }
 

@@ -1,10 +1,10 @@
 //! The ops: host-side shape checks, then one or a few recorded dispatches each.
 
-use super::kernels::{Kernel, GEMV_ROWS};
+use super::kernels::{gemv_rows, Kernel};
 use super::recorder::Binding;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::checks;
-use crate::backend::{AttentionShape, DeltaNetShape, RopeShape};
+use crate::backend::{AttentionShape, DeltaNetShape, Qkv, RopeShape};
 
 /// Invocations per workgroup of every kernel (WGSL `WG` in grid.wgsl).
 const WG: usize = 64;
@@ -12,6 +12,8 @@ const WG: usize = 64;
 const MAX_HEAD_DIM: usize = 4 * WG;
 /// Largest k_dim the delta-rule kernel holds (WGSL `MAX_K_DIM`).
 const MAX_K_DIM: usize = 256;
+/// Values of a row one argmax workgroup reduces (WGSL `CHUNK`).
+const ARGMAX_CHUNK: usize = 4096;
 /// Channels per invocation of the conv_qkv_norm kernel (WGSL `PER_INVOCATION`).
 const CONV_QKV_CHANNELS_PER_INVOCATION: usize = 4;
 /// State columns per workgroup of the delta-rule kernel (WGSL `COLS`).
@@ -138,8 +140,30 @@ impl Wgpu {
                 vocab: table.rows,
             });
         }
-        let out = self.output(tokens.len(), table.cols)?;
         let ids = self.upload_u32(tokens)?;
+        self.embed_kernel(table, &ids, tokens.len(), false)
+    }
+
+    /// [`Wgpu::embed`] of the ids in `ids` (one per row, exact f32 values); an id past the
+    /// table embeds nothing (the row stays as the buffer pool left it), which argmax never gives.
+    pub fn embed_ids(&self, table: &GpuWeight, ids: &GpuTensor) -> Result<GpuTensor, GpuError> {
+        if ids.cols != 1 {
+            return Err(shape_error(
+                "embed_ids",
+                format!("ids are {}×{}, not one column", ids.rows, ids.cols),
+            ));
+        }
+        self.embed_kernel(table, ids, ids.rows, true)
+    }
+
+    fn embed_kernel(
+        &self,
+        table: &GpuWeight,
+        ids: &GpuTensor,
+        tokens: usize,
+        float_ids: bool,
+    ) -> Result<GpuTensor, GpuError> {
+        let out = self.output(tokens, table.cols)?;
         let units = table.cols / table.format.unit_elems();
         for part in &table.parts {
             self.record(
@@ -147,17 +171,57 @@ impl Wgpu {
                 &[
                     table.cols as u32,
                     table.row_bytes as u32,
-                    tokens.len() as u32,
+                    tokens as u32,
                     part.first_row as u32,
                     part.rows as u32,
                     units as u32,
+                    float_ids as u32,
                 ],
                 &[&part.buffer, &ids.buffer, &out.buffer],
-                tokens.len(),
-                (tokens.len() * table.row_bytes) as u64 + tokens.len() as u64 * 4,
+                tokens,
+                (tokens * table.row_bytes) as u64 + tokens as u64 * 4,
             )?;
         }
         Ok(out)
+    }
+
+    /// Each row's index of its largest value (lowest on ties, NaN never wins) as an exact f32:
+    /// chunks of a row reduced in one pass, the chunks' winners in a second when there are several.
+    pub fn argmax(&self, x: &GpuTensor) -> Result<GpuTensor, GpuError> {
+        if x.cols == 0 || x.cols >= 1 << 24 {
+            return Err(shape_error(
+                "argmax",
+                format!("{} columns: indices must be exact in f32 (1..2^24)", x.cols),
+            ));
+        }
+        let chunks = x.cols.div_ceil(ARGMAX_CHUNK);
+        let values = self.output(x.rows, chunks)?;
+        let indices = self.output(x.rows, chunks)?;
+        self.record(
+            Kernel::Argmax,
+            &[x.cols as u32, chunks as u32, x.rows as u32, 0],
+            &[&x.buffer, &x.buffer, &values.buffer, &indices.buffer],
+            x.rows * chunks,
+            f32_bytes(&[x]),
+        )?;
+        if chunks == 1 {
+            return Ok(indices);
+        }
+        let best_values = self.output(x.rows, 1)?;
+        let best = self.output(x.rows, 1)?;
+        self.record(
+            Kernel::Argmax,
+            &[chunks as u32, 1, x.rows as u32, 1],
+            &[
+                &values.buffer,
+                &indices.buffer,
+                &best_values.buffer,
+                &best.buffer,
+            ],
+            x.rows,
+            f32_bytes(&[&values, &indices]),
+        )?;
+        Ok(best)
     }
 
     /// `values` in a recycled buffer, written after the work recorded so far.
@@ -239,7 +303,7 @@ impl Wgpu {
         // The fast kernels take GEMV_ROWS rows per workgroup in spans; the others one row per
         // workgroup in decoder units.
         let (rows_per_workgroup, units) = match w.format.gemv_span() {
-            Some(span) => (GEMV_ROWS, w.cols / span),
+            Some(span) => (gemv_rows(), w.cols / span),
             None => (1, w.cols / w.format.unit_elems()),
         };
         let input_bytes = f32_bytes(&[x]) * if extra.is_some() { 2 } else { 1 };
@@ -707,7 +771,7 @@ impl Wgpu {
         shape: DeltaNetShape,
         q_scale: f32,
         eps: f32,
-    ) -> Result<(GpuTensor, GpuTensor, GpuTensor), GpuError> {
+    ) -> Result<Qkv<GpuTensor>, GpuError> {
         let DeltaNetShape {
             n_k_head,
             n_v_head,
@@ -761,7 +825,7 @@ impl Wgpu {
             2 * n_k_head + n_v_head,
             f32_bytes(&[m, w, state]),
         )?;
-        Ok((q, k, v))
+        Ok(Qkv { q, k, v })
     }
 
     /// The gated delta rule token by token over the rows, per value head, on the f32 `state`

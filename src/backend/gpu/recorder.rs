@@ -116,6 +116,38 @@ pub struct Recorder {
     spare_readback: Mutex<Option<wgpu::Buffer>>,
 }
 
+/// A copy to the host that has been submitted and not yet waited for.
+pub struct InFlightRead {
+    device: wgpu::Device,
+    staging: wgpu::Buffer,
+    size: u64,
+    index: wgpu::SubmissionIndex,
+    receiver: mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+}
+
+impl InFlightRead {
+    /// Waits for the copy (and the work submitted before it) and returns the bytes.
+    pub fn wait(self) -> Result<Vec<u8>, GpuError> {
+        self.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(self.index),
+                timeout: None,
+            })
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        self.receiver
+            .recv()
+            .map_err(|e| GpuError::Readback(e.to_string()))?
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        let bytes = self
+            .staging
+            .get_mapped_range(..self.size)
+            .map_err(|e| GpuError::Readback(e.to_string()))?
+            .to_vec();
+        self.staging.unmap();
+        Ok(bytes)
+    }
+}
+
 /// A buffer bound to a kernel: the whole buffer, at bindings 1, 2, … in order.
 pub type Binding<'a> = &'a wgpu::Buffer;
 
@@ -300,13 +332,45 @@ impl Recorder {
             .and_then(|mut spare| spare.take());
         let staging = match spare {
             Some(spare) if spare.size() >= size => spare,
-            _ => self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("readback"),
-                size,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            }),
+            _ => self.staging(size),
         };
+        let bytes = self
+            .start_read_into(buffer, offset, size, staging.clone())?
+            .wait()?;
+        if let Ok(mut spare) = self.spare_readback.lock() {
+            *spare = Some(staging);
+        }
+        self.lock()?.profiler.collect(&self.device)?;
+        Ok(bytes)
+    }
+
+    /// Submits the recorded work plus a copy of `size` bytes of `buffer` from `offset`, and
+    /// returns without waiting; work recorded later runs while the copy is awaited.
+    pub fn start_read(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+    ) -> Result<InFlightRead, GpuError> {
+        self.start_read_into(buffer, offset, size, self.staging(size))
+    }
+
+    fn staging(&self, size: u64) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    fn start_read_into(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+        staging: wgpu::Buffer,
+    ) -> Result<InFlightRead, GpuError> {
         let index = {
             let mut state = self.lock()?;
             let mut encoder = self.close(&mut state);
@@ -315,29 +379,16 @@ impl Recorder {
         };
         let (sender, receiver) = mpsc::channel();
         staging.map_async(wgpu::MapMode::Read, ..size, move |result| {
-            // The receiver waits below; a failed send means it is gone and nobody needs this.
+            // The receiver waits in `wait`; a failed send means it is gone and nobody needs this.
             let _ = sender.send(result);
         });
-        self.device
-            .poll(wgpu::PollType::Wait {
-                submission_index: Some(index),
-                timeout: None,
-            })
-            .map_err(|e| GpuError::Readback(e.to_string()))?;
-        receiver
-            .recv()
-            .map_err(|e| GpuError::Readback(e.to_string()))?
-            .map_err(|e| GpuError::Readback(e.to_string()))?;
-        let bytes = staging
-            .get_mapped_range(..size)
-            .map_err(|e| GpuError::Readback(e.to_string()))?
-            .to_vec();
-        staging.unmap();
-        if let Ok(mut spare) = self.spare_readback.lock() {
-            *spare = Some(staging);
-        }
-        self.lock()?.profiler.collect(&self.device)?;
-        Ok(bytes)
+        Ok(InFlightRead {
+            device: self.device.clone(),
+            staging,
+            size,
+            index,
+            receiver,
+        })
     }
 
     /// Turns per-class counting and GPU timestamps on or off.
