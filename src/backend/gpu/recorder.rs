@@ -23,9 +23,10 @@ use crate::backend::BackendStats;
 const MAX_PARAM_WORDS: usize = 8;
 /// Parameter slots per uniform buffer.
 const SLOTS_PER_CHUNK: usize = 256;
-/// Dispatches per submit: large enough that the ~20 µs a submit costs is small against the
-/// dispatches' own ~3 µs each, small enough that the GPU starts early in a forward.
-const DISPATCHES_PER_SUBMIT: usize = 256;
+/// Dispatches per submit: more than a decode step of the largest model records, so that a step
+/// is one submit (greedy decoding keeps the GPU busy with the previous step meanwhile); a long
+/// prefill still reaches the GPU in pieces.
+const DISPATCHES_PER_SUBMIT: usize = 1024;
 /// Cached bind groups kept before the cache is emptied (prefills of many lengths would
 /// otherwise keep every buffer they ever bound alive).
 const MAX_CACHED_BIND_GROUPS: usize = 16_384;
