@@ -295,10 +295,16 @@ impl Kernel {
             .iter()
             .map(|f| format!("// ---- {} ----\n{}\n", f.name, f.source))
             .collect();
-        s.replace(
+        let s = s.replace(
             "const ROWS: u32 = 4u;",
             &format!("const ROWS: u32 = {}u;", gemv_rows()),
-        )
+        );
+        match (self, std::env::var("QWEN35_GEMV_WG")) {
+            (Kernel::Gemv(_) | Kernel::GemvSwiglu(_), Ok(wg)) => {
+                s.replace("const WG: u32 = 64u;", &format!("const WG: u32 = {wg}u;"))
+            }
+            _ => s,
+        }
     }
 }
 
