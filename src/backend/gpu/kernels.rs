@@ -145,6 +145,8 @@ impl WeightFormat {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
     Gemv(WeightFormat),
+    /// Tiled matmul for many rows of x (prefill).
+    Gemm(WeightFormat),
     Embed(WeightFormat),
     Add,
     Swiglu,
@@ -163,6 +165,7 @@ pub enum Kernel {
 impl Kernel {
     pub fn all() -> Vec<Kernel> {
         let mut all: Vec<Kernel> = WeightFormat::ALL.iter().map(|&f| Kernel::Gemv(f)).collect();
+        all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Gemm(f)));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Embed(f)));
         all.extend([
             Kernel::Add,
@@ -184,6 +187,7 @@ impl Kernel {
     pub fn name(self) -> String {
         match self {
             Kernel::Gemv(f) => format!("gemv_{f:?}").to_lowercase(),
+            Kernel::Gemm(f) => format!("gemm_{f:?}").to_lowercase(),
             Kernel::Embed(f) => format!("embed_{f:?}").to_lowercase(),
             other => format!("{other:?}"),
         }
@@ -193,6 +197,7 @@ impl Kernel {
     pub fn class(self) -> String {
         match self {
             Kernel::Gemv(f) => format!("matmul {}", f.ggml_type().name()),
+            Kernel::Gemm(f) => format!("gemm {}", f.ggml_type().name()),
             Kernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
             Kernel::Add => "add".into(),
             Kernel::Swiglu => "swiglu".into(),
@@ -227,6 +232,10 @@ impl Kernel {
                 files.push(REDUCE);
                 files.extend(format.decoder());
                 files.push(wgsl!("gemv"));
+            }
+            Kernel::Gemm(format) => {
+                files.extend(format.decoder());
+                files.extend([wgsl!("gemm_tiles"), wgsl!("gemm")]);
             }
             Kernel::Embed(format) => {
                 files.extend(format.decoder());

@@ -14,6 +14,11 @@ const MAX_HEAD_DIM: usize = 256;
 const MAX_K_DIM: usize = 256;
 /// State columns per workgroup of the delta-rule kernel (WGSL `COLS`).
 const DELTA_RULE_COLS: usize = 16;
+/// Weight rows and tokens per workgroup of the tiled GEMM (WGSL `TILE_ROWS`, `TILE_TOKENS`).
+const GEMM_TILE: usize = 64;
+/// Rows of x from which matmul runs the tiled GEMM instead of one GEMV per row: below it the
+/// GEMV's weight reads, repeated per row, still cost less than the GEMM's mostly empty tiles.
+pub const GEMM_MIN_ROWS: usize = 8;
 
 /// Bytes of f32 values in `tensors`, for the profile.
 fn f32_bytes(tensors: &[&GpuTensor]) -> u64 {
@@ -158,6 +163,9 @@ impl Wgpu {
                 format!("{} columns against {} of {}", x.cols, w.cols, w.name),
             ));
         }
+        if x.rows >= GEMM_MIN_ROWS {
+            return self.gemm(x, w);
+        }
         let out = self.output(x.rows, w.rows)?;
         // The fast kernels take GEMV_ROWS rows per workgroup in spans; the others one row per
         // workgroup in decoder units.
@@ -180,6 +188,32 @@ impl Wgpu {
                 ],
                 &[&part.buffer, &x.buffer, &out.buffer],
                 part.rows.div_ceil(rows_per_workgroup) * x.rows,
+                (part.rows * w.row_bytes) as u64 + f32_bytes(&[x]),
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// `y = x · Wᵀ` by tiles of weight rows × tokens: one dispatch per weight part.
+    fn gemm(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, GpuError> {
+        let out = self.output(x.rows, w.rows)?;
+        let token_tiles = x.rows.div_ceil(GEMM_TILE);
+        for part in &w.parts {
+            let row_tiles = part.rows.div_ceil(GEMM_TILE);
+            self.record(
+                Kernel::Gemm(w.format),
+                &[
+                    part.rows as u32,
+                    w.cols as u32,
+                    x.rows as u32,
+                    w.row_bytes as u32,
+                    w.rows as u32,
+                    part.first_row as u32,
+                    row_tiles as u32,
+                    0,
+                ],
+                &[&part.buffer, &x.buffer, &out.buffer],
+                row_tiles * token_tiles,
                 (part.rows * w.row_bytes) as u64 + f32_bytes(&[x]),
             )?;
         }
