@@ -6,7 +6,7 @@ use std::io::Write;
 use std::sync::OnceLock;
 
 use half::{bf16, f16};
-use qwen35::backend::gpu::{GpuError, GpuTensor, Wgpu};
+use qwen35::backend::gpu::{GpuError, GpuTensor, Wgpu, GEMM_MIN_ROWS};
 use qwen35::backend::{AttentionShape, DeltaNetShape};
 use qwen35::quant::GgmlType;
 
@@ -712,6 +712,60 @@ fn fused_residual_matmuls_against_reference() {
     }
 }
 
+/// Many rows of x take the tiled GEMM: every format against the CPU's row dot products, at
+/// sizes that are not multiples of the tiles (rows, tokens, and for float formats columns), with
+/// the weight split into parts that end mid-tile.
+#[test]
+fn gemm_against_reference_for_every_format() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(13);
+    let (rows, tokens) = (131, 70);
+    assert!(tokens >= GEMM_MIN_ROWS && GEMM_MIN_ROWS > 1);
+    for ty in [
+        GgmlType::F32,
+        GgmlType::F16,
+        GgmlType::BF16,
+        GgmlType::Q8_0,
+        GgmlType::Q4_0,
+        GgmlType::Q5_0,
+        GgmlType::Q4_K,
+        GgmlType::Q5_K,
+        GgmlType::Q6_K,
+    ] {
+        let cols = if ty.block_elems() == 1 { 37 } else { 512 };
+        let bytes = match ty {
+            GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => {
+                float_weight(ty, &rng.vec(rows * cols)).0
+            }
+            _ => random_blocks(&mut rng, ty, rows * cols),
+        };
+        let row_bytes = bytes.len() / rows;
+        for tokens in [tokens, GEMM_MIN_ROWS] {
+            let x = rng.vec(tokens * cols);
+            let want: Vec<f32> = x
+                .chunks_exact(cols)
+                .flat_map(|xr| {
+                    bytes
+                        .chunks_exact(row_bytes)
+                        .map(|row| qwen35::quant::dot_row(ty, row, xr).unwrap())
+                })
+                .collect();
+            let weight = gpu
+                .upload_weight_in_parts("w", ty, rows, cols, &bytes, 100)
+                .unwrap();
+            assert_eq!(weight.parts(), 2);
+            let xt = gpu.upload(tokens, cols, &x).unwrap();
+            let got = gpu.matmul(&xt, &weight).unwrap();
+            assert_eq!(got.dims(), (tokens, rows));
+            assert_close(
+                &format!("gemm {ty:?} {tokens} tokens"),
+                &read_all(gpu, &got),
+                &want,
+            );
+        }
+    }
+}
+
 /// The tiny fixture models end to end: a prefill then decode steps on the GPU give the CPU
 /// backend's logits.
 #[test]
@@ -731,7 +785,9 @@ fn tiny_models_match_the_cpu_backend() {
         let cpu = CpuBackend::new(1).unwrap();
         let mut on_cpu = Session::new(cpu, &file, config.clone(), 32).unwrap();
         let mut on_gpu = Session::new(Wgpu::new().unwrap(), &file, config, 32).unwrap();
-        for tokens in [&[1u32, 7, 42, 3, 99][..], &[5], &[17]] {
+        // The last chunk is long enough for the tiled GEMM.
+        let chunk: Vec<u32> = (0..GEMM_MIN_ROWS as u32 + 3).map(|i| 2 + 9 * i).collect();
+        for tokens in [&[1u32, 7, 42, 3, 99][..], &[5], &[17], &chunk] {
             let want = on_cpu.eval(tokens, true).unwrap();
             let got = on_gpu.eval(tokens, true).unwrap();
             assert_close(&format!("{name} after {tokens:?}"), &got, &want);

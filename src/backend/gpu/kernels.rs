@@ -160,6 +160,8 @@ pub enum Kernel {
     Gemv(WeightFormat),
     /// The fast GEMV of a format with a span reader, its input silu(gate) ⊙ up.
     GemvSwiglu(WeightFormat),
+    /// Tiled matmul for many rows of x (prefill).
+    Gemm(WeightFormat),
     Embed(WeightFormat),
     Add,
     Swiglu,
@@ -187,6 +189,7 @@ impl Kernel {
                 .filter(|f| f.gemv_span().is_some())
                 .map(|&f| Kernel::GemvSwiglu(f)),
         );
+        all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Gemm(f)));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Embed(f)));
         all.extend([
             Kernel::Add,
@@ -212,6 +215,7 @@ impl Kernel {
         match self {
             Kernel::Gemv(f) => format!("gemv_{f:?}").to_lowercase(),
             Kernel::GemvSwiglu(f) => format!("gemv_swiglu_{f:?}").to_lowercase(),
+            Kernel::Gemm(f) => format!("gemm_{f:?}").to_lowercase(),
             Kernel::Embed(f) => format!("embed_{f:?}").to_lowercase(),
             other => format!("{other:?}"),
         }
@@ -221,6 +225,7 @@ impl Kernel {
     pub fn class(self) -> String {
         match self {
             Kernel::Gemv(f) | Kernel::GemvSwiglu(f) => format!("matmul {}", f.ggml_type().name()),
+            Kernel::Gemm(f) => format!("gemm {}", f.ggml_type().name()),
             Kernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
             Kernel::Add => "add".into(),
             Kernel::Swiglu => "swiglu".into(),
@@ -265,6 +270,10 @@ impl Kernel {
                 files.push(REDUCE);
                 files.extend(format.decoder());
                 files.push(wgsl!("gemv"));
+            }
+            Kernel::Gemm(format) => {
+                files.extend(format.decoder());
+                files.extend([wgsl!("gemm_tiles"), wgsl!("gemm")]);
             }
             Kernel::Embed(format) => {
                 files.extend(format.decoder());

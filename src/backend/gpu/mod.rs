@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 pub use error::GpuError;
 pub use kernels::{kernel_sources, KernelSource, WeightFormat};
 pub use memory::{GpuTensor, GpuWeight};
+pub use ops::GEMM_MIN_ROWS;
 
 use kernels::Pipelines;
 use recorder::Recorder;

@@ -18,6 +18,11 @@ const ARGMAX_CHUNK: usize = 4096;
 const CONV_QKV_CHANNELS_PER_INVOCATION: usize = 4;
 /// State columns per workgroup of the delta-rule kernel (WGSL `COLS`).
 const DELTA_RULE_COLS: usize = 16;
+/// Weight rows and tokens per workgroup of the tiled GEMM (WGSL `TILE_ROWS`, `TILE_TOKENS`).
+const GEMM_TILE: usize = 64;
+/// Rows of x from which matmul runs the tiled GEMM instead of one GEMV per row: below it the
+/// GEMV's weight reads, repeated per row, still cost less than the GEMM's mostly empty tiles.
+pub const GEMM_MIN_ROWS: usize = 8;
 
 /// Bytes of f32 values in `tensors`, for the profile.
 fn f32_bytes(tensors: &[&GpuTensor]) -> u64 {
@@ -239,6 +244,9 @@ impl Wgpu {
     /// `y = x · Wᵀ` for every row of x: one GEMV dispatch per weight part.
     pub fn matmul(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, GpuError> {
         check_matmul(x, w)?;
+        if x.rows >= GEMM_MIN_ROWS {
+            return self.gemm(x, w);
+        }
         let out = self.output(x.rows, w.rows)?;
         self.gemv(GemvInput::Plain(x), w, &out, false)?;
         Ok(out)
@@ -258,7 +266,7 @@ impl Wgpu {
                 format!("{}×{} into {}×{}", x.rows, w.rows, acc.rows, acc.cols),
             ));
         }
-        if w.format.gemv_span().is_none() {
+        if x.rows >= GEMM_MIN_ROWS || w.format.gemv_span().is_none() {
             let y = self.matmul(x, w)?;
             return self.add(acc, &y);
         }
@@ -274,7 +282,7 @@ impl Wgpu {
         acc: &GpuTensor,
     ) -> Result<(), GpuError> {
         same_dims("swiglu", gate, up)?;
-        if w.format.gemv_span().is_none() {
+        if gate.rows >= GEMM_MIN_ROWS || w.format.gemv_span().is_none() {
             let x = self.swiglu(gate, up)?;
             return self.matmul_add(&x, w, acc);
         }
@@ -328,6 +336,32 @@ impl Wgpu {
             )?;
         }
         Ok(())
+    }
+
+    /// `y = x · Wᵀ` by tiles of weight rows × tokens: one dispatch per weight part.
+    fn gemm(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, GpuError> {
+        let out = self.output(x.rows, w.rows)?;
+        let token_tiles = x.rows.div_ceil(GEMM_TILE);
+        for part in &w.parts {
+            let row_tiles = part.rows.div_ceil(GEMM_TILE);
+            self.record(
+                Kernel::Gemm(w.format),
+                &[
+                    part.rows as u32,
+                    w.cols as u32,
+                    x.rows as u32,
+                    w.row_bytes as u32,
+                    w.rows as u32,
+                    part.first_row as u32,
+                    row_tiles as u32,
+                    0,
+                ],
+                &[&part.buffer, &x.buffer, &out.buffer],
+                row_tiles * token_tiles,
+                (part.rows * w.row_bytes) as u64 + f32_bytes(&[x]),
+            )?;
+        }
+        Ok(out)
     }
 
     /// Rows `start..start+count` of x.
