@@ -1,5 +1,5 @@
 // Per-row sums over the workgroup through workgroup memory (no subgroup support needed).
-const ROWS: u32 = 4u;
+const ROWS: u32 = 2u;
 
 struct Lane {
     @builtin(local_invocation_index) lid: u32,

@@ -1,6 +1,6 @@
 // Per-row sums over the workgroup: subgroupAdd within each subgroup (of whatever size the device
 // has), then the subgroups' sums through workgroup memory.
-const ROWS: u32 = 4u;
+const ROWS: u32 = 2u;
 
 struct Lane {
     @builtin(local_invocation_index) lid: u32,

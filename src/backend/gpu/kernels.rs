@@ -38,18 +38,12 @@ const BYTES: WgslFile = wgsl!("bytes");
 const WORDS: WgslFile = wgsl!("words");
 
 /// Weight rows per workgroup of the fast GEMV kernels (WGSL `ROWS` of reduce_rows_*.wgsl).
-pub const GEMV_ROWS: usize = 4;
+/// With 32 invocations per workgroup this was the fastest Q4_K and Q6_K GEMV of a sweep over
+/// 32–256 invocations and 1–8 rows on the H200 (benches/results).
+pub const GEMV_ROWS: usize = 2;
+/// Invocations per workgroup of the kernels that do not set their own (WGSL `WG`).
+pub const DEFAULT_WG: usize = 64;
 
-/// EXPERIMENT (to be removed): GEMV rows per workgroup from QWEN35_GEMV_ROWS.
-pub fn gemv_rows() -> usize {
-    static ROWS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *ROWS.get_or_init(|| {
-        std::env::var("QWEN35_GEMV_ROWS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(GEMV_ROWS)
-    })
-}
 const KQUANT_SCALES: WgslFile = wgsl!("kquant_scales");
 const SOFTPLUS: WgslFile = wgsl!("softplus");
 const ROPE_ANGLE: WgslFile = wgsl!("rope_angle");
@@ -173,6 +167,8 @@ pub enum Kernel {
     Rope,
     QkNormRope,
     Attention,
+    AttentionBlocks,
+    AttentionCombine,
     Conv1dSilu,
     ConvQkvNorm,
     Argmax,
@@ -202,6 +198,8 @@ impl Kernel {
             Kernel::Rope,
             Kernel::QkNormRope,
             Kernel::Attention,
+            Kernel::AttentionBlocks,
+            Kernel::AttentionCombine,
             Kernel::Conv1dSilu,
             Kernel::ConvQkvNorm,
             Kernel::Argmax,
@@ -236,7 +234,9 @@ impl Kernel {
             Kernel::L2Norm => "l2_norm".into(),
             Kernel::Rope => "rope".into(),
             Kernel::QkNormRope => "qk_norm_rope".into(),
-            Kernel::Attention => "attention".into(),
+            Kernel::Attention | Kernel::AttentionBlocks | Kernel::AttentionCombine => {
+                "attention".into()
+            }
             Kernel::Conv1dSilu => "conv1d_silu".into(),
             Kernel::ConvQkvNorm => "conv_qkv_norm".into(),
             Kernel::Argmax => "argmax".into(),
@@ -289,6 +289,8 @@ impl Kernel {
             Kernel::Rope => files.extend([ROPE_ANGLE, wgsl!("rope")]),
             Kernel::QkNormRope => files.extend([REDUCE, ROPE_ANGLE, wgsl!("qk_norm_rope")]),
             Kernel::Attention => files.extend([REDUCE, wgsl!("attention")]),
+            Kernel::AttentionBlocks => files.extend([REDUCE, wgsl!("attention_blocks")]),
+            Kernel::AttentionCombine => files.push(wgsl!("attention_combine")),
             Kernel::Conv1dSilu => files.push(wgsl!("conv1d_silu")),
             Kernel::ConvQkvNorm => files.extend([REDUCE, wgsl!("conv_qkv_norm")]),
             Kernel::Argmax => files.push(wgsl!("argmax")),
@@ -298,22 +300,23 @@ impl Kernel {
         files
     }
 
-    pub fn source(self, subgroups: bool) -> String {
-        let s: String = self
-            .files(subgroups)
-            .iter()
-            .map(|f| format!("// ---- {} ----\n{}\n", f.name, f.source))
-            .collect();
-        let s = s.replace(
-            "const ROWS: u32 = 4u;",
-            &format!("const ROWS: u32 = {}u;", gemv_rows()),
-        );
-        match (self, std::env::var("QWEN35_GEMV_WG")) {
-            (Kernel::Gemv(_) | Kernel::GemvSwiglu(_), Ok(wg)) => {
-                s.replace("const WG: u32 = 64u;", &format!("const WG: u32 = {wg}u;"))
-            }
-            _ => s,
+    /// Invocations per workgroup (WGSL `WG`, defined ahead of the files).
+    pub fn workgroup_size(self) -> usize {
+        match self {
+            // Many small workgroups keep more weight loads in flight across the GPU.
+            Kernel::Gemv(_) | Kernel::GemvSwiglu(_) => 32,
+            // One workgroup per row: wide, so that a 5120-wide row takes few rounds of loads.
+            Kernel::RmsNorm => 256,
+            _ => DEFAULT_WG,
         }
+    }
+
+    pub fn source(self, subgroups: bool) -> String {
+        let mut source = format!("const WG: u32 = {}u;\n", self.workgroup_size());
+        for f in self.files(subgroups) {
+            source += &format!("// ---- {} ----\n{}\n", f.name, f.source);
+        }
+        source
     }
 }
 

@@ -1,13 +1,13 @@
 //! The ops: host-side shape checks, then one or a few recorded dispatches each.
 
-use super::kernels::{gemv_rows, Kernel};
+use super::kernels::{Kernel, DEFAULT_WG, GEMV_ROWS};
 use super::recorder::Binding;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::checks;
 use crate::backend::{AttentionShape, DeltaNetShape, Qkv, RopeShape};
 
-/// Invocations per workgroup of every kernel (WGSL `WG` in grid.wgsl).
-const WG: usize = 64;
+/// Invocations per workgroup of the kernels dispatched by element or by head here.
+const WG: usize = DEFAULT_WG;
 /// Largest head_dim the attention kernel holds: one vec4 per invocation.
 const MAX_HEAD_DIM: usize = 4 * WG;
 /// Largest k_dim the delta-rule kernel holds (WGSL `MAX_K_DIM`).
@@ -311,7 +311,7 @@ impl Wgpu {
         // The fast kernels take GEMV_ROWS rows per workgroup in spans; the others one row per
         // workgroup in decoder units.
         let (rows_per_workgroup, units) = match w.format.gemv_span() {
-            Some(span) => (gemv_rows(), w.cols / span),
+            Some(span) => (GEMV_ROWS, w.cols / span),
             None => (1, w.cols / w.format.unit_elems()),
         };
         let input_bytes = f32_bytes(&[x]) * if extra.is_some() { 2 } else { 1 };
@@ -704,8 +704,11 @@ impl Wgpu {
             shape,
         )
         .map_err(|d| shape_error("attention", d))?;
-        let out = self.output(q.rows, q.cols)?;
         let scale = 1.0 / (head_dim as f32).sqrt();
+        if q.rows == 1 {
+            return self.decode_attention(q, k, v, k_cache, v_cache, pos0, shape, gate);
+        }
+        let out = self.output(q.rows, q.cols)?;
         self.record(
             Kernel::Attention,
             &[
@@ -729,6 +732,68 @@ impl Wgpu {
             ],
             q.rows * n_head,
             f32_bytes(&[q]) + ((pos0 + q.rows) * kv_cols * 8) as u64,
+        )?;
+        Ok(out)
+    }
+
+    /// One query row: the cache split into blocks of WG rows, each (head, block) a workgroup,
+    /// then the blocks merged per head (gated if `gate` is given). Shapes are checked.
+    #[allow(clippy::too_many_arguments)]
+    fn decode_attention(
+        &self,
+        q: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        k_cache: &GpuTensor,
+        v_cache: &GpuTensor,
+        pos0: usize,
+        shape: AttentionShape,
+        gate: Option<&GpuTensor>,
+    ) -> Result<GpuTensor, GpuError> {
+        let AttentionShape {
+            n_head,
+            n_kv_head,
+            head_dim,
+        } = shape;
+        let kv_cols = n_kv_head * head_dim;
+        let blocks = (pos0 + 1).div_ceil(WG);
+        let partial = self.output(n_head * blocks, 2 + head_dim)?;
+        let scale = 1.0 / (head_dim as f32).sqrt();
+        self.record(
+            Kernel::AttentionBlocks,
+            &[
+                n_head as u32,
+                n_kv_head as u32,
+                head_dim as u32,
+                pos0 as u32,
+                kv_cols as u32,
+                blocks as u32,
+                scale.to_bits(),
+                0,
+            ],
+            &[
+                &q.buffer,
+                &k.buffer,
+                &v.buffer,
+                &k_cache.buffer,
+                &v_cache.buffer,
+                &partial.buffer,
+            ],
+            n_head * blocks,
+            f32_bytes(&[q]) + ((pos0 + 1) * kv_cols * 8) as u64,
+        )?;
+        let out = self.output(1, q.cols)?;
+        self.record(
+            Kernel::AttentionCombine,
+            &[
+                n_head as u32,
+                head_dim as u32,
+                blocks as u32,
+                gate.is_some() as u32,
+            ],
+            &[&partial.buffer, &gate.unwrap_or(q).buffer, &out.buffer],
+            n_head,
+            f32_bytes(&[&partial]),
         )?;
         Ok(out)
     }
