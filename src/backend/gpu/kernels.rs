@@ -316,6 +316,13 @@ impl Kernel {
         for f in self.files(subgroups) {
             source += &format!("// ---- {} ----\n{}\n", f.name, f.source);
         }
+        // EXPERIMENT (to be removed): the paired-span GEMV loop.
+        if std::env::var("QWEN35_GEMV_PAIRED").as_deref() == Ok("1") {
+            source = source.replace(
+                "const PAIRED_TASKS: bool = false;",
+                "const PAIRED_TASKS: bool = true;",
+            );
+        }
         source
     }
 }
