@@ -147,6 +147,12 @@ pub enum Kernel {
     Gemv(WeightFormat),
     /// Tiled matmul for many rows of x (prefill).
     Gemm(WeightFormat),
+    /// Weight rows decoded into an f16 scratch matrix for [`Kernel::GemmCoop`].
+    HalfWeights(WeightFormat),
+    /// x as an f16 scratch matrix for [`Kernel::GemmCoop`].
+    HalfActivations,
+    /// Matmul for many rows of x on cooperative matrices (tensor cores), over f16 scratch.
+    GemmCoop,
     Embed(WeightFormat),
     Add,
     Swiglu,
@@ -166,8 +172,11 @@ impl Kernel {
     pub fn all() -> Vec<Kernel> {
         let mut all: Vec<Kernel> = WeightFormat::ALL.iter().map(|&f| Kernel::Gemv(f)).collect();
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Gemm(f)));
+        all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::HalfWeights(f)));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Embed(f)));
         all.extend([
+            Kernel::HalfActivations,
+            Kernel::GemmCoop,
             Kernel::Add,
             Kernel::Swiglu,
             Kernel::SigmoidMul,
@@ -188,6 +197,7 @@ impl Kernel {
         match self {
             Kernel::Gemv(f) => format!("gemv_{f:?}").to_lowercase(),
             Kernel::Gemm(f) => format!("gemm_{f:?}").to_lowercase(),
+            Kernel::HalfWeights(f) => format!("half_weights_{f:?}").to_lowercase(),
             Kernel::Embed(f) => format!("embed_{f:?}").to_lowercase(),
             other => format!("{other:?}"),
         }
@@ -198,6 +208,9 @@ impl Kernel {
         match self {
             Kernel::Gemv(f) => format!("matmul {}", f.ggml_type().name()),
             Kernel::Gemm(f) => format!("gemm {}", f.ggml_type().name()),
+            Kernel::HalfWeights(f) => format!("gemm-coop f16 {}", f.ggml_type().name()),
+            Kernel::HalfActivations => "gemm-coop f16 x".into(),
+            Kernel::GemmCoop => "gemm-coop".into(),
             Kernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
             Kernel::Add => "add".into(),
             Kernel::Swiglu => "swiglu".into(),
@@ -214,10 +227,23 @@ impl Kernel {
         }
     }
 
+    /// Whether this kernel belongs to the GEMM on cooperative matrices, built only where the
+    /// device has them, f16 and subgroups of 32 invocations.
+    pub fn needs_cooperative_matrix(self) -> bool {
+        matches!(
+            self,
+            Kernel::GemmCoop | Kernel::HalfActivations | Kernel::HalfWeights(_)
+        )
+    }
+
     /// The files whose concatenation is this kernel, preludes first; `subgroups` where the
     /// device has subgroup operations.
     pub fn files(self, subgroups: bool) -> Vec<WgslFile> {
-        let mut files = vec![GRID];
+        let mut files = Vec::new();
+        if self == Kernel::GemmCoop {
+            files.push(wgsl!("cooperative_matrix"));
+        }
+        files.push(GRID);
         match self {
             Kernel::Gemv(format) if format.gemv_span().is_some() => {
                 files.push(if subgroups {
@@ -235,8 +261,14 @@ impl Kernel {
             }
             Kernel::Gemm(format) => {
                 files.extend(format.decoder());
-                files.extend([wgsl!("gemm_tiles"), wgsl!("gemm")]);
+                files.push(wgsl!("gemm"));
             }
+            Kernel::HalfWeights(format) => {
+                files.extend(format.decoder());
+                files.push(wgsl!("half_weights"));
+            }
+            Kernel::HalfActivations => files.push(wgsl!("half_activations")),
+            Kernel::GemmCoop => files.push(wgsl!("gemm_coop")),
             Kernel::Embed(format) => {
                 files.extend(format.decoder());
                 files.push(wgsl!("embed"));
@@ -273,12 +305,25 @@ pub struct KernelSource {
     pub source: String,
     /// Whether it uses subgroup operations (built only where the device has them).
     pub subgroups: bool,
+    /// Whether it belongs to the GEMM on cooperative matrices (built only where the device has
+    /// them, with f16).
+    pub cooperative_matrix: bool,
 }
 
 /// Every kernel's composed source, in each variant (with and without subgroup operations).
 pub fn kernel_sources() -> Vec<KernelSource> {
     let mut sources = Vec::new();
     for kernel in Kernel::all() {
+        if kernel.needs_cooperative_matrix() {
+            sources.push(KernelSource {
+                name: kernel.name(),
+                files: kernel.files(true).iter().map(|f| f.name).collect(),
+                source: kernel.source(true),
+                subgroups: true,
+                cooperative_matrix: true,
+            });
+            continue;
+        }
         let plain: Vec<_> = kernel.files(false).iter().map(|f| f.name).collect();
         let with_subgroups: Vec<_> = kernel.files(true).iter().map(|f| f.name).collect();
         if with_subgroups != plain {
@@ -287,6 +332,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
                 files: with_subgroups,
                 source: kernel.source(true),
                 subgroups: true,
+                cooperative_matrix: false,
             });
         }
         sources.push(KernelSource {
@@ -294,6 +340,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
             files: plain,
             source: kernel.source(false),
             subgroups: false,
+            cooperative_matrix: false,
         });
     }
     sources
@@ -305,33 +352,55 @@ pub struct Pipelines {
 }
 
 impl Pipelines {
+    /// Every kernel's pipeline except those on cooperative matrices (see
+    /// [`Pipelines::add_cooperative`]).
     pub fn build(device: &wgpu::Device) -> Result<Pipelines, GpuError> {
-        let subgroups = device.features().contains(wgpu::Features::SUBGROUP);
-        let mut by_kernel = HashMap::new();
+        let mut pipelines = Pipelines {
+            by_kernel: HashMap::new(),
+        };
         for kernel in Kernel::all() {
-            let name = kernel.name();
-            let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(&name),
-                source: wgpu::ShaderSource::Wgsl(kernel.source(subgroups).into()),
-            });
-            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(&name),
-                layout: None,
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: wgpu::PipelineCompilationOptions::default(),
-                cache: None,
-            });
-            if let Some(error) = pollster::block_on(scope.pop()) {
-                return Err(GpuError::Kernel {
-                    kernel: name,
-                    reason: error.to_string(),
-                });
+            if !kernel.needs_cooperative_matrix() {
+                pipelines.add(device, kernel)?;
             }
-            by_kernel.insert(kernel, pipeline);
         }
-        Ok(Pipelines { by_kernel })
+        Ok(pipelines)
+    }
+
+    /// The pipelines of the kernels on cooperative matrices, for a device with
+    /// `EXPERIMENTAL_COOPERATIVE_MATRIX`, `SHADER_F16` and `SUBGROUP`.
+    pub fn add_cooperative(&mut self, device: &wgpu::Device) -> Result<(), GpuError> {
+        for kernel in Kernel::all() {
+            if kernel.needs_cooperative_matrix() {
+                self.add(device, kernel)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn add(&mut self, device: &wgpu::Device, kernel: Kernel) -> Result<(), GpuError> {
+        let subgroups = device.features().contains(wgpu::Features::SUBGROUP);
+        let name = kernel.name();
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(&name),
+            source: wgpu::ShaderSource::Wgsl(kernel.source(subgroups).into()),
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(&name),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: wgpu::PipelineCompilationOptions::default(),
+            cache: None,
+        });
+        if let Some(error) = pollster::block_on(scope.pop()) {
+            return Err(GpuError::Kernel {
+                kernel: name,
+                reason: error.to_string(),
+            });
+        }
+        self.by_kernel.insert(kernel, pipeline);
+        Ok(())
     }
 
     pub fn get(&self, kernel: Kernel) -> Result<&wgpu::ComputePipeline, GpuError> {

@@ -7,7 +7,7 @@ use crate::backend::checks;
 use crate::backend::{AttentionShape, DeltaNetShape};
 
 /// Invocations per workgroup of every kernel (WGSL `WG` in grid.wgsl).
-const WG: usize = 64;
+pub(super) const WG: usize = 64;
 /// Largest head_dim the attention kernel holds (WGSL `MAX_DIMS`).
 const MAX_HEAD_DIM: usize = 256;
 /// Largest k_dim the delta-rule kernel holds (WGSL `MAX_K_DIM`).
@@ -21,7 +21,7 @@ const GEMM_TILE: usize = 64;
 pub const GEMM_MIN_ROWS: usize = 8;
 
 /// Bytes of f32 values in `tensors`, for the profile.
-fn f32_bytes(tensors: &[&GpuTensor]) -> u64 {
+pub(super) fn f32_bytes(tensors: &[&GpuTensor]) -> u64 {
     tensors.iter().map(|t| t.len() as u64 * 4).sum()
 }
 
@@ -55,7 +55,7 @@ fn one_row(op: &'static str, w: &GpuTensor) -> Result<(), GpuError> {
 
 impl Wgpu {
     /// Records one dispatch; `bytes_read` (weights and activations) is for the profile.
-    fn record(
+    pub(super) fn record(
         &self,
         kernel: Kernel,
         params: &[u32],
@@ -164,7 +164,11 @@ impl Wgpu {
             ));
         }
         if x.rows >= GEMM_MIN_ROWS {
-            return self.gemm(x, w);
+            return if self.cooperative_matrix {
+                self.gemm_cooperative(x, w)
+            } else {
+                self.gemm(x, w)
+            };
         }
         let out = self.output(x.rows, w.rows)?;
         // The fast kernels take GEMV_ROWS rows per workgroup in spans; the others one row per
@@ -194,8 +198,8 @@ impl Wgpu {
         Ok(out)
     }
 
-    /// `y = x · Wᵀ` by tiles of weight rows × tokens: one dispatch per weight part.
-    fn gemm(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, GpuError> {
+    /// `y = x · Wᵀ` by f32 tiles of weight rows × tokens: one dispatch per weight part.
+    pub(super) fn gemm(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, GpuError> {
         let out = self.output(x.rows, w.rows)?;
         let token_tiles = x.rows.div_ceil(GEMM_TILE);
         for part in &w.parts {
