@@ -5,6 +5,13 @@ use std::collections::BTreeSet;
 
 use qwen35::backend::gpu::kernel_sources;
 
+/// What a device that runs the GEMM on cooperative matrices offers its kernels (f16 packing in
+/// f32 comes with every WebGPU-compliant adapter).
+const COOPERATIVE_GEMM: naga::valid::Capabilities = naga::valid::Capabilities::SUBGROUP
+    .union(naga::valid::Capabilities::COOPERATIVE_MATRIX)
+    .union(naga::valid::Capabilities::SHADER_FLOAT16)
+    .union(naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32);
+
 #[test]
 fn every_kernel_validates() {
     let mut failures = Vec::new();
@@ -20,11 +27,13 @@ fn every_kernel_validates() {
                 continue;
             }
         };
-        let capabilities = if kernel.subgroups {
-            naga::valid::Capabilities::SUBGROUP
-        } else {
-            naga::valid::Capabilities::empty()
-        };
+        let mut capabilities = naga::valid::Capabilities::empty();
+        if kernel.subgroups {
+            capabilities |= naga::valid::Capabilities::SUBGROUP;
+        }
+        if kernel.cooperative_matrix {
+            capabilities |= COOPERATIVE_GEMM;
+        }
         let mut validator =
             naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities);
         if kernel.subgroups {
@@ -71,4 +80,36 @@ fn every_wgsl_file_is_used() {
         "only {} wgsl files found",
         on_disk.len()
     );
+}
+
+/// The kernels on cooperative matrices run only on adapters that lavapipe is not; at least the
+/// SPIR-V that wgpu's Vulkan backend makes of them must come out of naga.
+#[test]
+fn cooperative_kernels_compile_to_spirv() {
+    let mut compiled = 0;
+    for kernel in kernel_sources().iter().filter(|k| k.cooperative_matrix) {
+        let module = naga::front::wgsl::parse_str(&kernel.source).expect("parses");
+        let info =
+            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), COOPERATIVE_GEMM)
+                .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
+                .subgroup_operations(naga::valid::SubgroupOperationSet::all())
+                .validate(&module)
+                .expect("validates");
+        let options = naga::back::spv::Options {
+            lang_version: (1, 6),
+            ..Default::default()
+        };
+        let words = naga::back::spv::write_vec(&module, &info, &options, None)
+            .unwrap_or_else(|e| panic!("{}: {e}", kernel.name));
+        if let Ok(dir) = std::env::var("QWEN35_SPIRV_DUMP") {
+            std::fs::write(
+                format!("{dir}/{}.spv", kernel.name),
+                bytemuck::cast_slice(&words),
+            )
+            .unwrap();
+        }
+        assert!(words.len() > 100, "{}", kernel.name);
+        compiled += 1;
+    }
+    assert!(compiled > 0, "no kernel uses cooperative matrices");
 }

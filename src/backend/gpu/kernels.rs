@@ -156,6 +156,12 @@ pub enum Kernel {
     GemvSwiglu(WeightFormat),
     /// Tiled matmul for many rows of x (prefill).
     Gemm(WeightFormat),
+    /// Weight rows decoded into an f16 scratch matrix for [`Kernel::GemmCoop`].
+    HalfWeights(WeightFormat),
+    /// x as an f16 scratch matrix for [`Kernel::GemmCoop`].
+    HalfActivations,
+    /// Matmul for many rows of x on cooperative matrices (tensor cores), over f16 scratch.
+    GemmCoop,
     Embed(WeightFormat),
     Add,
     Swiglu,
@@ -186,8 +192,11 @@ impl Kernel {
                 .map(|&f| Kernel::GemvSwiglu(f)),
         );
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Gemm(f)));
+        all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::HalfWeights(f)));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Embed(f)));
         all.extend([
+            Kernel::HalfActivations,
+            Kernel::GemmCoop,
             Kernel::Add,
             Kernel::Swiglu,
             Kernel::SigmoidMul,
@@ -214,6 +223,7 @@ impl Kernel {
             Kernel::Gemv(f) => format!("gemv_{f:?}").to_lowercase(),
             Kernel::GemvSwiglu(f) => format!("gemv_swiglu_{f:?}").to_lowercase(),
             Kernel::Gemm(f) => format!("gemm_{f:?}").to_lowercase(),
+            Kernel::HalfWeights(f) => format!("half_weights_{f:?}").to_lowercase(),
             Kernel::Embed(f) => format!("embed_{f:?}").to_lowercase(),
             other => format!("{other:?}"),
         }
@@ -224,6 +234,9 @@ impl Kernel {
         match self {
             Kernel::Gemv(f) | Kernel::GemvSwiglu(f) => format!("matmul {}", f.ggml_type().name()),
             Kernel::Gemm(f) => format!("gemm {}", f.ggml_type().name()),
+            Kernel::HalfWeights(f) => format!("gemm-coop f16 {}", f.ggml_type().name()),
+            Kernel::HalfActivations => "gemm-coop f16 x".into(),
+            Kernel::GemmCoop => "gemm-coop".into(),
             Kernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
             Kernel::Add => "add".into(),
             Kernel::Swiglu => "swiglu".into(),
@@ -245,10 +258,23 @@ impl Kernel {
         }
     }
 
+    /// Whether this kernel belongs to the GEMM on cooperative matrices, built only where the
+    /// device has them, f16 and subgroups of 32 invocations.
+    pub fn needs_cooperative_matrix(self) -> bool {
+        matches!(
+            self,
+            Kernel::GemmCoop | Kernel::HalfActivations | Kernel::HalfWeights(_)
+        )
+    }
+
     /// The files whose concatenation is this kernel, preludes first; `subgroups` where the
     /// device has subgroup operations.
     pub fn files(self, subgroups: bool) -> Vec<WgslFile> {
-        let mut files = vec![GRID];
+        let mut files = Vec::new();
+        if self == Kernel::GemmCoop {
+            files.push(wgsl!("cooperative_matrix"));
+        }
+        files.push(GRID);
         match self {
             Kernel::Gemv(format) | Kernel::GemvSwiglu(format) if format.gemv_span().is_some() => {
                 files.push(if subgroups {
@@ -273,8 +299,14 @@ impl Kernel {
             }
             Kernel::Gemm(format) => {
                 files.extend(format.decoder());
-                files.extend([wgsl!("gemm_tiles"), wgsl!("gemm")]);
+                files.push(wgsl!("gemm"));
             }
+            Kernel::HalfWeights(format) => {
+                files.extend(format.decoder());
+                files.push(wgsl!("half_weights"));
+            }
+            Kernel::HalfActivations => files.push(wgsl!("half_activations")),
+            Kernel::GemmCoop => files.push(wgsl!("gemm_coop")),
             Kernel::Embed(format) => {
                 files.extend(format.decoder());
                 files.push(wgsl!("embed"));
@@ -312,10 +344,20 @@ impl Kernel {
     }
 
     pub fn source(self, subgroups: bool) -> String {
-        let mut source = format!("const WG: u32 = {}u;\n", self.workgroup_size());
+        let mut source = String::new();
         for f in self.files(subgroups) {
             source += &format!("// ---- {} ----\n{}\n", f.name, f.source);
         }
+        // WGSL directives (`enable …;`) must come first, so the size goes after them.
+        let body_start = source
+            .lines()
+            .take_while(|l| l.starts_with("//") || l.starts_with("enable ") || l.is_empty())
+            .map(|l| l.len() + 1)
+            .sum::<usize>();
+        source.insert_str(
+            body_start,
+            &format!("const WG: u32 = {}u;\n", self.workgroup_size()),
+        );
         // EXPERIMENT (to be removed): the paired-span GEMV loop.
         if std::env::var("QWEN35_GEMV_PAIRED").as_deref() == Ok("1") {
             source = source.replace(
@@ -335,12 +377,25 @@ pub struct KernelSource {
     pub source: String,
     /// Whether it uses subgroup operations (built only where the device has them).
     pub subgroups: bool,
+    /// Whether it belongs to the GEMM on cooperative matrices (built only where the device has
+    /// them, with f16).
+    pub cooperative_matrix: bool,
 }
 
 /// Every kernel's composed source, in each variant (with and without subgroup operations).
 pub fn kernel_sources() -> Vec<KernelSource> {
     let mut sources = Vec::new();
     for kernel in Kernel::all() {
+        if kernel.needs_cooperative_matrix() {
+            sources.push(KernelSource {
+                name: kernel.name(),
+                files: kernel.files(true).iter().map(|f| f.name).collect(),
+                source: kernel.source(true),
+                subgroups: true,
+                cooperative_matrix: true,
+            });
+            continue;
+        }
         let plain: Vec<_> = kernel.files(false).iter().map(|f| f.name).collect();
         let with_subgroups: Vec<_> = kernel.files(true).iter().map(|f| f.name).collect();
         if with_subgroups != plain {
@@ -349,6 +404,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
                 files: with_subgroups,
                 source: kernel.source(true),
                 subgroups: true,
+                cooperative_matrix: false,
             });
         }
         sources.push(KernelSource {
@@ -356,27 +412,22 @@ pub fn kernel_sources() -> Vec<KernelSource> {
             files: plain,
             source: kernel.source(false),
             subgroups: false,
+            cooperative_matrix: false,
         });
     }
     sources
 }
 
 /// The runtime checks naga adds to the kernels: buffer bounds always; loop bounding and guarded
-/// integer division only with `QWEN35_SHADER_CHECKS=all` (they cost ALU in every inner loop
-/// and guard against kernels we do not run: unbounded loops, division by zero).
+/// integer division only with `QWEN35_SHADER_CHECKS=all`. Those two cost ALU in every inner loop
+/// (decode of the 27B shape ran 23% faster on the H200 without them) and guard against what
+/// these kernels do not do: loop without bound, divide by zero.
 fn shader_checks() -> wgpu::ShaderRuntimeChecks {
-    let setting = std::env::var("QWEN35_SHADER_CHECKS").unwrap_or_default();
     let mut checks = wgpu::ShaderRuntimeChecks::checked();
-    match setting.as_str() {
-        "all" => {}
-        "none" => checks.bounds_checks = false,
-        _ => {}
-    }
-    if setting != "all" {
+    if std::env::var("QWEN35_SHADER_CHECKS").as_deref() != Ok("all") {
         checks.force_loop_bounding = false;
         checks.int_div_checks = false;
     }
-    log::info!("wgpu: shader runtime checks {checks:?}");
     checks
 }
 
@@ -386,37 +437,58 @@ pub struct Pipelines {
 }
 
 impl Pipelines {
+    /// Every kernel's pipeline except those on cooperative matrices (see
+    /// [`Pipelines::add_cooperative`]).
     pub fn build(device: &wgpu::Device) -> Result<Pipelines, GpuError> {
-        let subgroups = device.features().contains(wgpu::Features::SUBGROUP);
-        let checks = shader_checks();
-        let mut by_kernel = HashMap::new();
+        let mut pipelines = Pipelines {
+            by_kernel: HashMap::new(),
+        };
         for kernel in Kernel::all() {
-            let name = kernel.name();
-            let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-            let descriptor = wgpu::ShaderModuleDescriptor {
-                label: Some(&name),
-                source: wgpu::ShaderSource::Wgsl(kernel.source(subgroups).into()),
-            };
-            // SAFETY: every loop in wgsl/ is bounded by its parameters, and no kernel divides by
-            // a parameter the host has not checked to be non-zero; buffer bounds checks stay on.
-            let module = unsafe { device.create_shader_module_trusted(descriptor, checks) };
-            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(&name),
-                layout: None,
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: wgpu::PipelineCompilationOptions::default(),
-                cache: None,
-            });
-            if let Some(error) = pollster::block_on(scope.pop()) {
-                return Err(GpuError::Kernel {
-                    kernel: name,
-                    reason: error.to_string(),
-                });
+            if !kernel.needs_cooperative_matrix() {
+                pipelines.add(device, kernel)?;
             }
-            by_kernel.insert(kernel, pipeline);
         }
-        Ok(Pipelines { by_kernel })
+        Ok(pipelines)
+    }
+
+    /// The pipelines of the kernels on cooperative matrices, for a device with
+    /// `EXPERIMENTAL_COOPERATIVE_MATRIX`, `SHADER_F16` and `SUBGROUP`.
+    pub fn add_cooperative(&mut self, device: &wgpu::Device) -> Result<(), GpuError> {
+        for kernel in Kernel::all() {
+            if kernel.needs_cooperative_matrix() {
+                self.add(device, kernel)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn add(&mut self, device: &wgpu::Device, kernel: Kernel) -> Result<(), GpuError> {
+        let subgroups = device.features().contains(wgpu::Features::SUBGROUP);
+        let name = kernel.name();
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let descriptor = wgpu::ShaderModuleDescriptor {
+            label: Some(&name),
+            source: wgpu::ShaderSource::Wgsl(kernel.source(subgroups).into()),
+        };
+        // SAFETY: every loop in wgsl/ is bounded by its parameters, and no kernel divides by a
+        // parameter the host has not checked to be non-zero; buffer bounds checks stay on.
+        let module = unsafe { device.create_shader_module_trusted(descriptor, shader_checks()) };
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(&name),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: wgpu::PipelineCompilationOptions::default(),
+            cache: None,
+        });
+        if let Some(error) = pollster::block_on(scope.pop()) {
+            return Err(GpuError::Kernel {
+                kernel: name,
+                reason: error.to_string(),
+            });
+        }
+        self.by_kernel.insert(kernel, pipeline);
+        Ok(())
     }
 
     pub fn get(&self, kernel: Kernel) -> Result<&wgpu::ComputePipeline, GpuError> {

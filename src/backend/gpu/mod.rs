@@ -5,6 +5,7 @@
 //! dispatches into one compute pass; only a readback submits and waits (see [`recorder`]).
 
 mod backend;
+mod cooperative;
 mod error;
 mod kernels;
 mod memory;
@@ -38,6 +39,8 @@ pub struct Wgpu {
     buffer_pool: Arc<memory::BufferPool>,
     /// RoPE inverse-frequency tables by (rotated dims, f32 bits of the base).
     rope_tables: Mutex<std::collections::HashMap<(usize, u32), wgpu::Buffer>>,
+    /// Whether prefill GEMMs run on cooperative matrices (tensor cores).
+    cooperative_matrix: bool,
 }
 
 impl Wgpu {
@@ -72,11 +75,21 @@ impl Wgpu {
         if subgroups {
             wanted |= wgpu::Features::SUBGROUP;
         }
+        let cooperative = match cooperative::support(&adapter, subgroups) {
+            Ok(()) => {
+                wanted |= cooperative::FEATURES;
+                true
+            }
+            Err(reason) => {
+                log::info!("wgpu: prefill GEMM in f32 tiles (no cooperative matrices: {reason})");
+                false
+            }
+        };
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("qwen35"),
             required_features: adapter.features() & wanted,
             required_limits: adapter.limits(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            experimental_features: cooperative::experimental_features(cooperative),
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         }))
@@ -92,7 +105,8 @@ impl Wgpu {
                 first.get_or_insert_with(|| error.to_string());
             }
         }));
-        let pipelines = Pipelines::build(&device)?;
+        let mut pipelines = Pipelines::build(&device)?;
+        let cooperative = cooperative && cooperative::add_pipelines(&mut pipelines, &device);
         let limits = device.limits();
         let binding_limit = limits
             .max_storage_buffer_binding_size
@@ -103,7 +117,7 @@ impl Wgpu {
             info.backend,
             info.device_type
         );
-        Ok(Wgpu {
+        let mut gpu = Wgpu {
             recorder: Recorder::new(device.clone(), queue),
             device,
             adapter: info,
@@ -113,7 +127,12 @@ impl Wgpu {
             device_error,
             buffer_pool: Default::default(),
             rope_tables: Mutex::new(Default::default()),
-        })
+            cooperative_matrix: cooperative,
+        };
+        if cooperative {
+            gpu.cooperative_matrix = gpu.cooperative_gemm_agrees();
+        }
+        Ok(gpu)
     }
 
     /// The adapter's name, backend and type, e.g. "llvmpipe (LLVM 15.0.6), Vulkan, Cpu".

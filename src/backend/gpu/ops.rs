@@ -7,7 +7,7 @@ use crate::backend::checks;
 use crate::backend::{AttentionShape, DeltaNetShape, Qkv, RopeShape};
 
 /// Invocations per workgroup of the kernels dispatched by element or by head here.
-const WG: usize = DEFAULT_WG;
+pub(super) const WG: usize = DEFAULT_WG;
 /// Largest head_dim the attention kernel holds: one vec4 per invocation.
 const MAX_HEAD_DIM: usize = 4 * WG;
 /// Largest k_dim the delta-rule kernel holds (WGSL `MAX_K_DIM`).
@@ -25,7 +25,7 @@ const GEMM_TILE: usize = 64;
 pub const GEMM_MIN_ROWS: usize = 8;
 
 /// Bytes of f32 values in `tensors`, for the profile.
-fn f32_bytes(tensors: &[&GpuTensor]) -> u64 {
+pub(super) fn f32_bytes(tensors: &[&GpuTensor]) -> u64 {
     tensors.iter().map(|t| t.len() as u64 * 4).sum()
 }
 
@@ -79,7 +79,7 @@ fn one_row(op: &'static str, w: &GpuTensor) -> Result<(), GpuError> {
 
 impl Wgpu {
     /// Records one dispatch; `bytes_read` (weights and activations) is for the profile.
-    fn record(
+    pub(super) fn record(
         &self,
         kernel: Kernel,
         params: &[u32],
@@ -245,7 +245,11 @@ impl Wgpu {
     pub fn matmul(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, GpuError> {
         check_matmul(x, w)?;
         if x.rows >= GEMM_MIN_ROWS {
-            return self.gemm(x, w);
+            return if self.cooperative_matrix {
+                self.gemm_cooperative(x, w)
+            } else {
+                self.gemm(x, w)
+            };
         }
         let out = self.output(x.rows, w.rows)?;
         self.gemv(GemvInput::Plain(x), w, &out, false)?;
@@ -338,8 +342,8 @@ impl Wgpu {
         Ok(())
     }
 
-    /// `y = x · Wᵀ` by tiles of weight rows × tokens: one dispatch per weight part.
-    fn gemm(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, GpuError> {
+    /// `y = x · Wᵀ` by f32 tiles of weight rows × tokens: one dispatch per weight part.
+    pub(super) fn gemm(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, GpuError> {
         let out = self.output(x.rows, w.rows)?;
         let token_tiles = x.rows.div_ceil(GEMM_TILE);
         for part in &w.parts {

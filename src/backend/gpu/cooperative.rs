@@ -1,0 +1,381 @@
+//! Cooperative matrices (tensor cores) for the prefill GEMM: whether the adapter has the shape the
+//! kernel uses, the experimental opt-in wgpu asks for, the GEMM itself, and a check at startup
+//! that it agrees with the f32 GEMM before any model runs on it.
+//!
+//! The kernel multiplies f16 matrices. x is converted once per call and the weight rows are
+//! decoded chunk by chunk into an f16 scratch matrix, each element once, by invocations that read
+//! neighbouring blocks together; decoding inside the GEMM's tiles instead would have each lane of
+//! a subgroup read a different row, one byte at a time, and starve the tensor cores.
+
+use super::kernels::{Kernel, Pipelines};
+use super::memory::WeightPart;
+use super::ops::{f32_bytes, WG};
+use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
+use crate::quant::GgmlType;
+
+/// What the cooperative GEMM kernel needs besides the shape: f16 tiles and subgroup ids.
+pub const FEATURES: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
+    .union(wgpu::Features::SHADER_F16)
+    .union(wgpu::Features::SUBGROUP);
+
+/// Invocations per subgroup the kernel is laid out for (WGSL `SUBGROUP_SIZE` of gemm_coop.wgsl).
+const SUBGROUP_SIZE: u32 = 32;
+
+/// Set to 0 to keep the f32 GEMM on an adapter that has cooperative matrices (for comparisons).
+const SWITCH: &str = "QWEN35_COOPERATIVE_MATRIX";
+
+/// Tokens and weight rows per workgroup of gemm_coop.wgsl (WGSL `TILE`).
+const TILE: usize = 128;
+/// Columns per step of gemm_coop.wgsl (WGSL `DEPTH`); the f16 scratch rows are padded to it.
+const DEPTH: usize = 32;
+/// Bytes of f16 weight scratch at most: larger weights are decoded and multiplied in chunks of
+/// rows.
+const MAX_SCRATCH_BYTES: u64 = 256 << 20;
+
+/// Least cosine between the cooperative and the f32 GEMM on the startup check: f16 rounding of
+/// both operands leaves ~1e-7; a wrong layout or a broken driver leaves far less.
+const MIN_AGREEMENT: f64 = 0.9999;
+
+/// Ok when the cooperative GEMM can run on `adapter`, else why not.
+pub fn support(adapter: &wgpu::Adapter, subgroups: bool) -> Result<(), String> {
+    if std::env::var(SWITCH).as_deref() == Ok("0") {
+        return Err(format!("{SWITCH}=0"));
+    }
+    if !subgroups {
+        return Err("subgroup operations are off".into());
+    }
+    let missing: Vec<&str> = [
+        (
+            wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
+            "cooperative matrices",
+        ),
+        (wgpu::Features::SHADER_F16, "f16"),
+        (wgpu::Features::SUBGROUP, "subgroups"),
+    ]
+    .into_iter()
+    .filter(|&(feature, _)| !adapter.features().contains(feature))
+    .map(|(_, name)| name)
+    .collect();
+    if !missing.is_empty() {
+        return Err(format!("the adapter lacks {}", missing.join(", ")));
+    }
+    let info = adapter.get_info();
+    if (info.subgroup_min_size, info.subgroup_max_size) != (SUBGROUP_SIZE, SUBGROUP_SIZE) {
+        return Err(format!(
+            "subgroups of {}..={} invocations, the kernel needs {SUBGROUP_SIZE}",
+            info.subgroup_min_size, info.subgroup_max_size
+        ));
+    }
+    let shapes = adapter.cooperative_matrix_properties();
+    let has_shape = shapes.iter().any(|s| {
+        (s.m_size, s.n_size, s.k_size) == (16, 16, 16)
+            && s.ab_type == wgpu::CooperativeScalarType::F16
+            && s.cr_type == wgpu::CooperativeScalarType::F32
+    });
+    if !has_shape {
+        return Err(format!(
+            "no 16×16×16 f16 → f32 shape among {} offered",
+            shapes.len()
+        ));
+    }
+    Ok(())
+}
+
+/// The opt-in wgpu requires for `EXPERIMENTAL_*` features, given only when they are requested.
+pub fn experimental_features(requested: bool) -> wgpu::ExperimentalFeatures {
+    if requested {
+        // SAFETY: the one experimental feature requested is cooperative matrices; only the GEMM
+        // kernel uses them, and its results are checked against the f32 kernel before use
+        // (`Wgpu::cooperative_gemm_agrees`).
+        unsafe { wgpu::ExperimentalFeatures::enabled() }
+    } else {
+        wgpu::ExperimentalFeatures::disabled()
+    }
+}
+
+/// Builds the cooperative kernels' pipelines; false (with the reason logged) if the device
+/// rejects them.
+pub fn add_pipelines(pipelines: &mut Pipelines, device: &wgpu::Device) -> bool {
+    match pipelines.add_cooperative(device) {
+        Ok(()) => true,
+        Err(e) => {
+            log::warn!("wgpu: prefill GEMM in f32 tiles (cooperative kernels rejected: {e})");
+            false
+        }
+    }
+}
+
+/// A reproducible value in [-1, 1) for element i of a check operand.
+fn check_value(i: usize, stride: usize, modulus: usize) -> f32 {
+    (i * stride % modulus) as f32 * 2.0 / modulus as f32 - 1.0
+}
+
+/// An f16 matrix of `rows` × `cols` (both padded) in a pooled buffer, two halves a word.
+struct HalfMatrix {
+    rows: usize,
+    cols: usize,
+    words: GpuTensor,
+}
+
+impl Wgpu {
+    /// `y = x · Wᵀ` on cooperative matrices: x to f16 once, then for each chunk of weight rows
+    /// (within a part) one dispatch decoding it to f16 and one GEMM over it.
+    pub(super) fn gemm_cooperative(
+        &self,
+        x: &GpuTensor,
+        w: &GpuWeight,
+    ) -> Result<GpuTensor, GpuError> {
+        let out = self.output(x.rows, w.rows)?;
+        let x16 = self.half_activations(x)?;
+        let row_bytes = (x16.cols * 2) as u64;
+        let chunk_rows = (MAX_SCRATCH_BYTES.min(self.binding_limit) / row_bytes) as usize / TILE;
+        let chunk_rows = chunk_rows.max(1) * TILE;
+        for part in &w.parts {
+            for first in (0..part.rows).step_by(chunk_rows) {
+                let rows = chunk_rows.min(part.rows - first);
+                let w16 = self.half_weights(w, part, first, rows)?;
+                let row_tiles = w16.rows / TILE;
+                let tiles = row_tiles * (x16.rows / TILE);
+                self.record(
+                    Kernel::GemmCoop,
+                    &[
+                        rows as u32,
+                        x.rows as u32,
+                        x16.cols as u32,
+                        w.rows as u32,
+                        (part.first_row + first) as u32,
+                        row_tiles as u32,
+                        tiles as u32,
+                        0,
+                    ],
+                    &[&x16.words.buffer, &w16.words.buffer, &out.buffer],
+                    tiles,
+                    ((x16.rows + w16.rows) * x16.cols * 2) as u64,
+                )?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// x as f16, padded with zeros to whole tiles of tokens and columns.
+    fn half_activations(&self, x: &GpuTensor) -> Result<HalfMatrix, GpuError> {
+        let (rows, cols) = (
+            x.rows.next_multiple_of(TILE),
+            x.cols.next_multiple_of(DEPTH),
+        );
+        let words = self.output(rows, cols / 2)?;
+        let n = words.len();
+        self.record(
+            Kernel::HalfActivations,
+            &[x.rows as u32, x.cols as u32, rows as u32, cols as u32],
+            &[&x.buffer, &words.buffer],
+            n.div_ceil(WG),
+            f32_bytes(&[x]),
+        )?;
+        Ok(HalfMatrix { rows, cols, words })
+    }
+
+    /// Rows `first..first + rows` of a weight part decoded to f16, padded with zeros to whole
+    /// tiles of rows and columns.
+    fn half_weights(
+        &self,
+        w: &GpuWeight,
+        part: &WeightPart,
+        first: usize,
+        rows: usize,
+    ) -> Result<HalfMatrix, GpuError> {
+        let (padded_rows, cols) = (rows.next_multiple_of(TILE), w.cols.next_multiple_of(DEPTH));
+        let words = self.output(padded_rows, cols / 2)?;
+        // WGSL `SPAN`: elements per invocation.
+        let span = w.format.unit_elems().max(2);
+        self.record(
+            Kernel::HalfWeights(w.format),
+            &[
+                rows as u32,
+                w.cols as u32,
+                w.row_bytes as u32,
+                first as u32,
+                padded_rows as u32,
+                cols as u32,
+                0,
+                0,
+            ],
+            &[&part.buffer, &words.buffer],
+            (padded_rows * cols / span).div_ceil(WG),
+            (rows * w.row_bytes) as u64,
+        )?;
+        Ok(HalfMatrix {
+            rows: padded_rows,
+            cols,
+            words,
+        })
+    }
+
+    /// Runs one GEMM on both kernels, at sizes that cross tile edges and weight parts, and
+    /// tells whether the cooperative result agrees with the f32 one (logging the outcome). A
+    /// device error on the way also means no.
+    pub(super) fn cooperative_gemm_agrees(&self) -> bool {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let agreement = self.cooperative_gemm_agreement();
+        let scope_error = pollster::block_on(scope.pop());
+        match (agreement, scope_error) {
+            (Ok(cosine), None) if cosine >= MIN_AGREEMENT => {
+                log::info!(
+                    "wgpu: prefill GEMM on cooperative matrices (16×16×16 f16 → f32; startup \
+                     check cosine {cosine:.9} against f32)"
+                );
+                true
+            }
+            (Ok(cosine), None) => {
+                log::warn!(
+                    "wgpu: prefill GEMM in f32 tiles: the cooperative kernel disagrees with it \
+                     (cosine {cosine:.9} < {MIN_AGREEMENT})"
+                );
+                false
+            }
+            (Err(e), _) => {
+                log::warn!("wgpu: prefill GEMM in f32 tiles: the cooperative check failed: {e}");
+                false
+            }
+            (_, Some(e)) => {
+                log::warn!("wgpu: prefill GEMM in f32 tiles: the cooperative check failed: {e}");
+                false
+            }
+        }
+    }
+
+    /// Cosine between the cooperative and the f32 GEMM of the startup check.
+    fn cooperative_gemm_agreement(&self) -> Result<f64, GpuError> {
+        let (rows, cols, tokens) = (150, 96, 140);
+        let w: Vec<f32> = (0..rows * cols).map(|i| check_value(i, 53, 97)).collect();
+        let x: Vec<f32> = (0..tokens * cols)
+            .map(|i| check_value(i, 37, 101))
+            .collect();
+        let weight = self.upload_weight_in_parts(
+            "cooperative check",
+            GgmlType::F32,
+            rows,
+            cols,
+            bytemuck::cast_slice(&w),
+            70,
+        )?;
+        let x = self.upload(tokens, cols, &x)?;
+        let plain = self.gemm(&x, &weight)?;
+        let cooperative = self.gemm_cooperative(&x, &weight)?;
+        Ok(crate::compare::cosine(
+            &self.read_rows(&cooperative, 0, tokens)?,
+            &self.read_rows(&plain, 0, tokens)?,
+        ))
+    }
+}
+
+/// The f16 scratch kernels against the CPU decoders on whatever adapter wgpu finds (lavapipe in
+/// CI, which runs them though it has no cooperative matrices for the GEMM itself).
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::f16;
+
+    /// A device with the scratch kernels built, unless there is none (QWEN35_REQUIRE_GPU=1 makes
+    /// that a failure).
+    fn gpu() -> Option<Wgpu> {
+        let mut gpu = match Wgpu::new() {
+            Ok(gpu) => gpu,
+            Err(e) if std::env::var("QWEN35_REQUIRE_GPU").as_deref() == Ok("1") => {
+                panic!("QWEN35_REQUIRE_GPU=1 but no GPU: {e}")
+            }
+            Err(_) => return None,
+        };
+        let mut kernels = vec![Kernel::HalfActivations];
+        kernels.extend(super::super::WeightFormat::ALL.map(Kernel::HalfWeights));
+        for kernel in kernels {
+            gpu.pipelines.add(&gpu.device, kernel).unwrap();
+        }
+        Some(gpu)
+    }
+
+    fn read_halves(gpu: &Wgpu, m: &HalfMatrix) -> Vec<f32> {
+        let words = gpu.read_rows(&m.words, 0, m.rows).unwrap();
+        assert_eq!(words.len() * 2, m.rows * m.cols);
+        words
+            .iter()
+            .flat_map(|w| {
+                let bits = w.to_bits();
+                [bits as u16, (bits >> 16) as u16].map(|h| f16::from_bits(h).to_f32())
+            })
+            .collect()
+    }
+
+    /// Within f16 rounding of `want`.
+    fn assert_half_of(what: &str, got: f32, want: f32) {
+        let err = (got - want).abs();
+        assert!(err <= want.abs() * 1e-3 + 1e-7, "{what}: {got} for {want}");
+    }
+
+    #[test]
+    fn scratch_matrices_hold_f16_values_padded_with_zeros() {
+        let Some(gpu) = gpu() else { return };
+        let (tokens, cols) = (70, 37);
+        let x: Vec<f32> = (0..tokens * cols)
+            .map(|i| check_value(i, 37, 101) * if i % 50 == 0 { 1e6 } else { 3.0 })
+            .collect();
+        let xt = gpu.upload(tokens, cols, &x).unwrap();
+        let x16 = gpu.half_activations(&xt).unwrap();
+        assert_eq!((x16.rows, x16.cols), (TILE, 64));
+        let got = read_halves(&gpu, &x16);
+        for t in 0..x16.rows {
+            for c in 0..x16.cols {
+                let want = match (t < tokens, c < cols) {
+                    (true, true) => x[t * cols + c].clamp(-65504.0, 65504.0),
+                    _ => 0.0,
+                };
+                assert_half_of(&format!("x[{t}, {c}]"), got[t * x16.cols + c], want);
+            }
+        }
+
+        let rows = 45;
+        for ty in [
+            GgmlType::F32,
+            GgmlType::F16,
+            GgmlType::BF16,
+            GgmlType::Q8_0,
+            GgmlType::Q4_K,
+            GgmlType::Q6_K,
+        ] {
+            let cols = if ty.block_elems() == 1 { 40 } else { 512 };
+            let values: Vec<f32> = (0..rows * cols).map(|i| check_value(i, 53, 97)).collect();
+            let mut bytes = Vec::new();
+            for row in values.chunks_exact(cols) {
+                crate::quant::quantize_row(ty, row, &mut bytes).unwrap();
+            }
+            let weight = gpu
+                .upload_weight_in_parts("w", ty, rows, cols, &bytes, 20)
+                .unwrap();
+            // Rows 3..15 of the second part: weight rows 23..35.
+            let (first, count) = (3, 12);
+            let w16 = gpu
+                .half_weights(&weight, &weight.parts[1], first, count)
+                .unwrap();
+            assert_eq!((w16.rows, w16.cols), (TILE, cols.next_multiple_of(DEPTH)));
+            let got = read_halves(&gpu, &w16);
+            let row_bytes = bytes.len() / rows;
+            let mut decoded = vec![0f32; cols];
+            for r in 0..w16.rows {
+                if r < count {
+                    let at = (20 + first + r) * row_bytes;
+                    crate::quant::dequantize_row(ty, &bytes[at..at + row_bytes], &mut decoded)
+                        .unwrap();
+                }
+                for c in 0..w16.cols {
+                    let want = if r < count && c < cols {
+                        decoded[c]
+                    } else {
+                        0.0
+                    };
+                    let got = got[r * w16.cols + c];
+                    assert_half_of(&format!("{ty:?} w[{r}, {c}]"), got, want);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,148 @@
+// GEMM on cooperative matrices (tensor cores) for many tokens at once (prefill), over the f16
+// scratch matrices of half_activations.wgsl (x) and half_weights.wgsl (a chunk of weight rows):
+// y[t, out_offset + r] = Σ_c W[r, c]·x[t, c]. Both are padded with zeros to whole tiles, so tiles
+// are copied without bounds checks: 128 tokens × 128 weight rows per workgroup, DEPTH columns a
+// step, through workgroup memory. Each of the 8 subgroups (of 32 invocations; the backend selects
+// this kernel only where subgroups have that size) owns 32 tokens × 64 rows of the output tile as
+// 2 × 4 blocks of 16 × 16 with f32 accumulators:
+//   A = x block (tokens × depth, row-major in x_tile),
+//   B = Wᵀ block (depth × rows: the rows of w_tile read column-major),
+//   C += A·B.
+// Results go out through a per-subgroup staging block, so that edge tiles write only what exists.
+
+struct Params {
+    rows: u32,
+    tokens: u32,
+    padded_cols: u32,
+    out_cols: u32,
+    out_offset: u32,
+    row_tiles: u32,
+    tiles: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x16: array<vec4<f16>>;
+@group(0) @binding(2) var<storage, read> w16: array<vec4<f16>>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+
+const THREADS: u32 = 256u;
+const SUBGROUP_SIZE: u32 = 32u;
+const TILE: u32 = 128u;
+const DEPTH: u32 = 32u;
+// Eight halves of padding keep every tile row 16-byte aligned, as cooperative loads require.
+const TILE_STRIDE: u32 = DEPTH + 8u;
+// Halves per load.
+const LOAD: u32 = 4u;
+const BLOCK: u32 = 16u;
+const SUBGROUP_TOKENS: u32 = 2u * BLOCK;
+const SUBGROUP_ROWS: u32 = 4u * BLOCK;
+
+var<workgroup> x_tile: array<f16, TILE * TILE_STRIDE>;
+var<workgroup> w_tile: array<f16, TILE * TILE_STRIDE>;
+var<workgroup> staging: array<f32, THREADS / SUBGROUP_SIZE * BLOCK * BLOCK>;
+
+// Columns k0..k0+DEPTH of the tile's x rows and weight rows into workgroup memory.
+fn load_tiles(first_row: u32, first_token: u32, k0: u32, lid: u32) {
+    let loads_per_row = DEPTH / LOAD;
+    let row_loads = p.padded_cols / LOAD;
+    for (var i = lid; i < TILE * loads_per_row; i += THREADS) {
+        let r = i / loads_per_row;
+        let q = i % loads_per_row;
+        let at = r * TILE_STRIDE + q * LOAD;
+        let xs = x16[(first_token + r) * row_loads + k0 / LOAD + q];
+        let ws = w16[(first_row + r) * row_loads + k0 / LOAD + q];
+        for (var e = 0u; e < LOAD; e++) {
+            x_tile[at + e] = xs[e];
+            w_tile[at + e] = ws[e];
+        }
+    }
+}
+
+// Writes the subgroup's staged block (token, row: its first token and weight row) where it
+// exists. Every invocation of the workgroup calls this together.
+fn write_staged(token: u32, row: u32, live: bool, sg_id: u32, sg_lane: u32) {
+    workgroupBarrier();
+    let base = sg_id * BLOCK * BLOCK;
+    for (var e = sg_lane; e < BLOCK * BLOCK; e += SUBGROUP_SIZE) {
+        let t = token + e / BLOCK;
+        let r = row + e % BLOCK;
+        if (live && t < p.tokens && r < p.rows) {
+            y[t * p.out_cols + p.out_offset + r] = staging[base + e];
+        }
+    }
+    // The staging block is rewritten by the next call.
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(THREADS)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(subgroup_id) sg_id: u32,
+    @builtin(subgroup_invocation_id) sg_lane: u32,
+) {
+    // Workgroups of a folded grid past the last tile redo the last one and store nothing:
+    // cooperative operations may not follow a return.
+    let id = workgroup_index(wid, nwg);
+    let live = id < p.tiles;
+    let tile = min(id, p.tiles - 1u);
+    let first_row = (tile % p.row_tiles) * TILE;
+    let first_token = (tile / p.row_tiles) * TILE;
+    let token = (sg_id % (TILE / SUBGROUP_TOKENS)) * SUBGROUP_TOKENS;
+    let row = (sg_id / (TILE / SUBGROUP_TOKENS)) * SUBGROUP_ROWS;
+    let a_at = token * TILE_STRIDE;
+    let b_at = row * TILE_STRIDE;
+    let next = BLOCK * TILE_STRIDE;
+    // c<i><j>: tokens token + 16i.., rows row + 16j...
+    var c00 = coop_mat16x16<f32, C>();
+    var c01 = coop_mat16x16<f32, C>();
+    var c02 = coop_mat16x16<f32, C>();
+    var c03 = coop_mat16x16<f32, C>();
+    var c10 = coop_mat16x16<f32, C>();
+    var c11 = coop_mat16x16<f32, C>();
+    var c12 = coop_mat16x16<f32, C>();
+    var c13 = coop_mat16x16<f32, C>();
+    for (var k0 = 0u; k0 < p.padded_cols; k0 += DEPTH) {
+        load_tiles(first_row, first_token, k0, lid);
+        workgroupBarrier();
+        for (var k = 0u; k < DEPTH; k += BLOCK) {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&x_tile[a_at + k], TILE_STRIDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&x_tile[a_at + next + k], TILE_STRIDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&w_tile[b_at + k], TILE_STRIDE);
+            c00 = coopMultiplyAdd(a0, b0, c00);
+            c10 = coopMultiplyAdd(a1, b0, c10);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&w_tile[b_at + next + k], TILE_STRIDE);
+            c01 = coopMultiplyAdd(a0, b1, c01);
+            c11 = coopMultiplyAdd(a1, b1, c11);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&w_tile[b_at + 2u * next + k], TILE_STRIDE);
+            c02 = coopMultiplyAdd(a0, b2, c02);
+            c12 = coopMultiplyAdd(a1, b2, c12);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&w_tile[b_at + 3u * next + k], TILE_STRIDE);
+            c03 = coopMultiplyAdd(a0, b3, c03);
+            c13 = coopMultiplyAdd(a1, b3, c13);
+        }
+        // The next step overwrites the tiles.
+        workgroupBarrier();
+    }
+    let mine = sg_id * BLOCK * BLOCK;
+    let t0 = first_token + token;
+    let r0 = first_row + row;
+    coopStoreT(c00, &staging[mine], BLOCK);
+    write_staged(t0, r0, live, sg_id, sg_lane);
+    coopStoreT(c01, &staging[mine], BLOCK);
+    write_staged(t0, r0 + BLOCK, live, sg_id, sg_lane);
+    coopStoreT(c02, &staging[mine], BLOCK);
+    write_staged(t0, r0 + 2u * BLOCK, live, sg_id, sg_lane);
+    coopStoreT(c03, &staging[mine], BLOCK);
+    write_staged(t0, r0 + 3u * BLOCK, live, sg_id, sg_lane);
+    coopStoreT(c10, &staging[mine], BLOCK);
+    write_staged(t0 + BLOCK, r0, live, sg_id, sg_lane);
+    coopStoreT(c11, &staging[mine], BLOCK);
+    write_staged(t0 + BLOCK, r0 + BLOCK, live, sg_id, sg_lane);
+    coopStoreT(c12, &staging[mine], BLOCK);
+    write_staged(t0 + BLOCK, r0 + 2u * BLOCK, live, sg_id, sg_lane);
+    coopStoreT(c13, &staging[mine], BLOCK);
+    write_staged(t0 + BLOCK, r0 + 3u * BLOCK, live, sg_id, sg_lane);
+}
