@@ -240,6 +240,15 @@ kernel void uniform_branch(device float* out [[buffer(0)]],
     out[i] = out[0] > 1e30f ? simd_max(v) : simd_sum(v);
 }
 
+// One call whose argument is chosen per lane: g++'s jump threading would copy the call into
+// both arms of the choice.
+kernel void chosen_argument(device float* out [[buffer(0)]],
+                            uint i [[thread_position_in_grid]],
+                            uint lane [[thread_index_in_simdgroup]]) {
+    float v = float(lane);
+    out[i] = simd_max(lane % 3 == 0 ? -INFINITY : v);
+}
+
 kernel void early_return(device float* out [[buffer(0)]],
                          uint i [[thread_position_in_grid]]) {
     if (i % 32 == 31) {
@@ -268,6 +277,12 @@ fn divergent_simd_calls_are_counted() {
             .expect("dispatch");
         counts.converged().expect("a uniform branch is converged");
         assert_eq!(counts.simd_calls, 2);
+
+        let counts = prog
+            .dispatch("chosen_argument", [1, 1, 1], [64, 1, 1], &[&out], order)
+            .expect("dispatch");
+        counts.converged().expect("one call, whatever the argument");
+        assert_eq!(out.f32s()[0], 31.0);
 
         let counts = prog
             .dispatch("early_return", [1, 1, 1], [64, 1, 1], &[&out], order)

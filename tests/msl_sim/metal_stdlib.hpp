@@ -7,6 +7,13 @@
 
 #include "runtime.h"
 
+#define INFINITY __builtin_inff()
+#define HUGE_VALF __builtin_inff()
+#define MAXFLOAT 0x1.fffffep+127f
+#define FLT_MAX 0x1.fffffep+127f
+#define NAN __builtin_nanf("")
+#define M_PI_F 3.14159265358979323846264338327950288f
+
 typedef decltype(sizeof(0)) size_t;
 typedef decltype((char*)0 - (char*)0) ptrdiff_t;
 

@@ -7,12 +7,14 @@
 //! NaN, barriers, and 32-lane SIMD-group functions that count divergent calls. Libraries are
 //! cached under target/tmp/msl_sim by a hash of everything that goes into them.
 //!
-//! g++ must not merge two calls of one SIMD-group function from different branches into one
-//! call after them (tail merging, cross-jumping): the simulator tells converged lanes from
-//! divergent ones by the call's return address, so those optimizations are turned off.
+//! The simulator tells converged lanes from divergent ones by the return address of their
+//! SIMD-group call, so g++ must neither merge two calls from different branches into one
+//! (tail merging, cross-jumping) nor copy one call into two branches (jump threading, block
+//! reordering): those optimizations are turned off.
 
 #![allow(dead_code)]
 
+pub mod device;
 pub mod rewrite;
 
 use std::collections::HashMap;
@@ -33,6 +35,9 @@ const KERNEL_FLAGS: &[&str] = &[
     "-shared",
     "-fno-crossjumping",
     "-fno-tree-tail-merge",
+    "-fno-thread-jumps",
+    "-fno-reorder-blocks",
+    "-fno-reorder-blocks-and-partition",
     "-fno-strict-aliasing",
     "-fno-exceptions",
     "-fno-rtti",
