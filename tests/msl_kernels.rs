@@ -3,6 +3,9 @@
 //! in both thread orders, with divergent SIMD-group calls and barriers failing the dispatch and
 //! threadgroup memory held to 32 KiB (see msl_sim/device.rs).
 
+// The simulator's fiber switch is written for x86-64 and its loader for Linux.
+#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+
 mod msl_sim;
 
 use half::f16;

@@ -2,6 +2,9 @@
 //! SIMD-group functions, barriers, threadgroup memory) and that it catches what it is there to
 //! catch (missing barriers, divergent SIMD-group calls, too much threadgroup memory).
 
+// The simulator's fiber switch is written for x86-64 and its loader for Linux.
+#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+
 mod msl_sim;
 
 use msl_sim::rewrite::{rewrite, swizzles};
