@@ -70,6 +70,17 @@ impl SimDevice {
         self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Dispatches since the last call.
+    pub fn take_dispatches(&self) -> u64 {
+        std::mem::take(
+            &mut self
+                .stats
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .dispatches,
+        )
+    }
+
     pub fn tensor(&self, rows: usize, cols: usize, values: &[f32]) -> SimTensor {
         assert_eq!(rows * cols, values.len(), "tensor values");
         SimTensor {

@@ -14,6 +14,7 @@
 
 #![allow(dead_code)]
 
+pub mod backend;
 pub mod device;
 pub mod rewrite;
 
