@@ -8,6 +8,7 @@
 
 pub mod cpu;
 pub mod gpu;
+pub mod metal;
 
 use std::sync::Arc;
 

@@ -6,6 +6,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use qwen35::backend::cpu::{CpuBackend, CpuMode};
 use qwen35::backend::gpu::Wgpu;
+use qwen35::backend::metal::Metal;
 use qwen35::bench::{
     bench_backend, probe_read_gbps, render_gemv, render_svg, render_table, run_gemv,
     weight_bytes_per_token, BenchOptions, GemvOptions, Peak, PeakSource, Report,
@@ -227,7 +228,14 @@ fn run_gemv_bench(args: GemvArgs) -> anyhow::Result<()> {
                 &opts,
             )?
         }
-        BackendKind::Metal => anyhow::bail!("the Metal backend is not built yet"),
+        BackendKind::Metal => {
+            let metal = Metal::new()?;
+            run_gemv(
+                &metal,
+                &format!("metal ({})", metal.adapter_description()),
+                &opts,
+            )?
+        }
     };
     print!("{}", render_gemv(&report));
     if let Some(path) = &args.json {

@@ -122,7 +122,12 @@ fn check_fixtures(
             expected.logits
         );
         let greedy_len = expected.greedy_ids.len().min(args.greedy);
-        let cpu_run = evaluate(cpu.as_mut(), &golden.prompt_ids, greedy_len)?;
+        let cpu_run = evaluate(
+            cpu.as_mut(),
+            BackendKind::Cpu,
+            &golden.prompt_ids,
+            greedy_len,
+        )?;
         table.push(Row::new(
             format!("cpu vs HF ({variant})"),
             compare_logits(&cpu_run.logits, &hf_logits, vocab),
@@ -135,7 +140,7 @@ fn check_fixtures(
             match load_engine(file.clone(), backend, threads, 4096) {
                 Err(e) => table.unavailable(label, e.to_string()),
                 Ok(mut engine) => {
-                    let run = evaluate(engine.as_mut(), &golden.prompt_ids, greedy_len)?;
+                    let run = evaluate(engine.as_mut(), backend, &golden.prompt_ids, greedy_len)?;
                     table.push(Row::new(
                         label,
                         compare_logits(&run.logits, &cpu_run.logits, vocab),
@@ -164,14 +169,14 @@ fn check_model(
     if let Some(bad) = prompt.iter().find(|&&id| id as usize >= vocab) {
         anyhow::bail!("token id {bad} is outside the vocabulary ({vocab} tokens)");
     }
-    let reference = evaluate(cpu.as_mut(), prompt, greedy)?;
+    let reference = evaluate(cpu.as_mut(), BackendKind::Cpu, prompt, greedy)?;
     eprintln!("cpu is the reference on {}", path.display());
     for &backend in backends.iter().filter(|&&b| b != BackendKind::Cpu) {
         let label = format!("{backend} vs cpu");
         match load_engine(file.clone(), backend, threads, 4096) {
             Err(e) => table.unavailable(label, e.to_string()),
             Ok(mut engine) => {
-                let run = evaluate(engine.as_mut(), prompt, greedy)?;
+                let run = evaluate(engine.as_mut(), backend, prompt, greedy)?;
                 table.push(Row::new(
                     label,
                     compare_logits(&run.logits, &reference.logits, vocab),
@@ -192,9 +197,25 @@ struct Evaluation {
     greedy: Vec<u32>,
 }
 
-fn evaluate(engine: &mut dyn Engine, prompt: &[u32], greedy: usize) -> anyhow::Result<Evaluation> {
+/// The prompt's logits at every position and a greedy continuation. The Metal backend takes
+/// the prompt one token at a time, so that every row of logits comes from its MSL decode
+/// kernels (its prefill runs the WGSL kernels, which the wgpu row checks).
+fn evaluate(
+    engine: &mut dyn Engine,
+    backend: BackendKind,
+    prompt: &[u32],
+    greedy: usize,
+) -> anyhow::Result<Evaluation> {
     engine.reset();
-    let logits = engine.eval(prompt, true)?;
+    let logits = if backend == BackendKind::Metal {
+        let mut logits = Vec::new();
+        for &token in prompt {
+            logits.extend(engine.eval(&[token], false)?);
+        }
+        logits
+    } else {
+        engine.eval(prompt, true)?
+    };
     let vocab = engine.config().vocab;
     let mut tokens = Vec::with_capacity(greedy);
     let mut last = logits[logits.len() - vocab..].to_vec();

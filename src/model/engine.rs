@@ -10,6 +10,7 @@ use super::weights::Weights;
 use super::ModelError;
 use crate::backend::cpu::{CpuBackend, CpuMode};
 use crate::backend::gpu::Wgpu;
+use crate::backend::metal::Metal;
 use crate::backend::{Backend, BackendStats};
 use crate::gguf::GgufFile;
 
@@ -118,12 +119,13 @@ pub fn load_engine(
             })?;
             Ok(Box::new(Session::new(gpu, &file, config, ctx)?))
         }
-        BackendKind::Metal => Err(ModelError::BackendUnavailable {
-            backend: "metal",
-            reason: "the Metal kernels are not built yet; use --backend wgpu (it runs on Metal \
-                     through wgpu) or cpu"
-                .into(),
-        }),
+        BackendKind::Metal => {
+            let metal = Metal::new().map_err(|e| ModelError::BackendUnavailable {
+                backend: "metal",
+                reason: e.to_string(),
+            })?;
+            Ok(Box::new(Session::new(metal, &file, config, ctx)?))
+        }
     }
 }
 

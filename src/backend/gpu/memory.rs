@@ -47,9 +47,9 @@ impl BufferPool {
 /// be bound as both input and in-place output of one dispatch.
 #[derive(Debug)]
 pub struct GpuTensor {
-    pub(super) rows: usize,
-    pub(super) cols: usize,
-    pub(super) buffer: wgpu::Buffer,
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) buffer: wgpu::Buffer,
     /// Where the buffer goes when the tensor is dropped.
     pool: Option<Arc<BufferPool>>,
 }
@@ -76,7 +76,7 @@ impl GpuTensor {
 
 /// Rows `first_row..first_row + rows` of a weight, in one buffer that fits a binding.
 #[derive(Debug)]
-pub(super) struct WeightPart {
+pub(crate) struct WeightPart {
     pub first_row: usize,
     pub rows: usize,
     pub buffer: wgpu::Buffer,
@@ -85,12 +85,12 @@ pub(super) struct WeightPart {
 /// A weight matrix of `rows × cols` elements, its blocks as the file stores them.
 #[derive(Debug)]
 pub struct GpuWeight {
-    pub(super) name: String,
-    pub(super) format: WeightFormat,
-    pub(super) rows: usize,
-    pub(super) cols: usize,
-    pub(super) row_bytes: usize,
-    pub(super) parts: Vec<WeightPart>,
+    pub(crate) name: String,
+    pub(crate) format: WeightFormat,
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) row_bytes: usize,
+    pub(crate) parts: Vec<WeightPart>,
 }
 
 impl GpuWeight {
@@ -175,7 +175,7 @@ impl Wgpu {
 
     /// A matrix of unspecified values for an op to overwrite entirely: a recycled buffer when
     /// one of its size class is free.
-    pub(super) fn output(&self, rows: usize, cols: usize) -> Result<GpuTensor, GpuError> {
+    pub(crate) fn output(&self, rows: usize, cols: usize) -> Result<GpuTensor, GpuError> {
         let class = BufferPool::size_class(self.tensor_bytes("output", rows, cols)?);
         let buffer = self
             .buffer_pool

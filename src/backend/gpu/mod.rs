@@ -21,7 +21,8 @@ pub use memory::{GpuTensor, GpuWeight};
 pub use ops::GEMM_MIN_ROWS;
 
 use kernels::Pipelines;
-use recorder::Recorder;
+pub(crate) use recorder::Program;
+use recorder::{Binding, Recorder};
 
 /// The device, its pipelines and the recorder of the current forward.
 pub struct Wgpu {
@@ -47,17 +48,26 @@ impl Wgpu {
     /// Opens the best adapter wgpu finds (`WGPU_BACKEND` and `WGPU_ADAPTER_NAME` narrow the
     /// choice), with every limit the adapter offers, and builds all pipelines.
     pub fn new() -> Result<Wgpu, GpuError> {
-        Wgpu::open(true)
+        Wgpu::open(true, None)
     }
 
     /// [`Wgpu::new`] with the kernels that need no subgroup operations even where the adapter
     /// has them (tests run both variants on one adapter).
     pub fn without_subgroups() -> Result<Wgpu, GpuError> {
-        Wgpu::open(false)
+        Wgpu::open(false, None)
     }
 
-    fn open(subgroups: bool) -> Result<Wgpu, GpuError> {
+    /// [`Wgpu::new`] on a Metal adapter only, with MSL passthrough shaders where it has them
+    /// (for the Metal backend).
+    pub(crate) fn new_metal() -> Result<Wgpu, GpuError> {
+        Wgpu::open(true, Some(wgpu::Backends::METAL))
+    }
+
+    fn open(subgroups: bool, backends: Option<wgpu::Backends>) -> Result<Wgpu, GpuError> {
         let mut instance_desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        if let Some(backends) = backends {
+            instance_desc.backends = backends;
+        }
         // Fail creating a resource rather than overcommitting device memory.
         instance_desc.memory_budget_thresholds.for_resource_creation = Some(95);
         let instance = wgpu::Instance::new(instance_desc);
@@ -85,6 +95,9 @@ impl Wgpu {
                 false
             }
         };
+        if info.backend == wgpu::Backend::Metal {
+            wanted |= wgpu::Features::PASSTHROUGH_SHADERS;
+        }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("qwen35"),
             required_features: adapter.features() & wanted,
@@ -151,6 +164,26 @@ impl Wgpu {
     /// Submits the recorded work without waiting for it.
     pub fn flush(&self) -> Result<(), GpuError> {
         self.recorder.flush()
+    }
+
+    pub(crate) fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// Records a dispatch of a pipeline built outside this backend (the Metal backend's MSL
+    /// kernels) into the same pass as the WGSL ones.
+    pub(crate) fn record_program(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        program: Program,
+        params: &[u32],
+        buffers: &[Binding<'_>],
+        workgroups: [usize; 3],
+        bytes_read: u64,
+    ) -> Result<(), GpuError> {
+        self.check_device()?;
+        self.recorder
+            .dispatch_program(pipeline, program, params, buffers, workgroups, bytes_read)
     }
 
     /// Fails with the first error wgpu reported asynchronously, if any.

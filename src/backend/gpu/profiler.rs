@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::mpsc;
 
-use super::kernels::Kernel;
+use super::recorder::Program;
 use super::GpuError;
 use crate::backend::{BackendStats, OpTiming};
 
@@ -35,7 +35,7 @@ pub struct Profiler {
     submits: u64,
     timestamps: Option<Timestamps>,
     ops: Vec<OpTiming>,
-    class_of: HashMap<Kernel, usize>,
+    class_of: HashMap<Program, usize>,
     /// The class of each stamped dispatch of the open pass, in order.
     stamped: Vec<usize>,
     pending: Vec<PendingStamps>,
@@ -79,19 +79,19 @@ impl Profiler {
         self.on = on;
     }
 
-    /// Counts a dispatch of `kernel` reading `bytes_read`, stamping the pass first when
+    /// Counts a dispatch of `program` reading `bytes_read`, stamping the pass first when
     /// profiling with timestamps.
     pub fn before_dispatch(
         &mut self,
         pass: &mut wgpu::ComputePass<'static>,
-        kernel: Kernel,
+        program: Program,
         bytes_read: u64,
     ) {
         self.dispatches += 1;
         if !self.on {
             return;
         }
-        let class = self.class_index(kernel);
+        let class = self.class_index(program);
         if let Some(op) = self.ops.get_mut(class) {
             op.calls += 1;
             op.bytes_read += bytes_read;
@@ -104,10 +104,10 @@ impl Profiler {
         }
     }
 
-    fn class_index(&mut self, kernel: Kernel) -> usize {
+    fn class_index(&mut self, program: Program) -> usize {
         let ops = &mut self.ops;
-        *self.class_of.entry(kernel).or_insert_with(|| {
-            let class = kernel.class();
+        *self.class_of.entry(program).or_insert_with(|| {
+            let class = program.class();
             match ops.iter().position(|op| op.class == class) {
                 Some(existing) => existing,
                 None => {

@@ -17,6 +17,7 @@ use std::sync::Mutex;
 use super::kernels::{Kernel, Pipelines};
 use super::profiler::{Profiler, MAX_STAMPED_DISPATCHES};
 use super::GpuError;
+use crate::backend::metal::MslKernel;
 use crate::backend::BackendStats;
 
 /// The most u32 words a kernel's parameter struct has.
@@ -92,10 +93,34 @@ impl ParamArena {
     }
 }
 
+/// What a dispatch runs: a WGSL kernel of [`Pipelines`] or an MSL kernel of the Metal backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Program {
+    Wgsl(Kernel),
+    Msl(MslKernel),
+}
+
+impl Program {
+    fn name(self) -> String {
+        match self {
+            Program::Wgsl(kernel) => kernel.name(),
+            Program::Msl(kernel) => kernel.name(),
+        }
+    }
+
+    /// The op class the profile counts it in.
+    pub fn class(self) -> String {
+        match self {
+            Program::Wgsl(kernel) => kernel.class(),
+            Program::Msl(kernel) => kernel.class(),
+        }
+    }
+}
+
 /// What a bind group binds: the same key means the same bind group.
 #[derive(PartialEq, Eq, Hash)]
 struct BindKey {
-    kernel: Kernel,
+    program: Program,
     param_chunk: usize,
     param_offset: u64,
     buffers: Vec<wgpu::Buffer>,
@@ -197,17 +222,41 @@ impl Recorder {
         let max = self.max_workgroups as usize;
         let x = workgroups.min(max);
         let y = workgroups.div_ceil(x);
-        if y > max || params.len() > MAX_PARAM_WORDS {
+        let pipeline = pipelines.get(kernel)?;
+        self.dispatch_program(
+            pipeline,
+            Program::Wgsl(kernel),
+            params,
+            buffers,
+            [x, y, 1],
+            bytes_read,
+        )
+    }
+
+    /// Records `pipeline` (running `program`) over a grid of `workgroups`.
+    pub fn dispatch_program(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        program: Program,
+        params: &[u32],
+        buffers: &[Binding<'_>],
+        workgroups: [usize; 3],
+        bytes_read: u64,
+    ) -> Result<(), GpuError> {
+        let max = self.max_workgroups as usize;
+        if workgroups.iter().any(|&w| w > max) || params.len() > MAX_PARAM_WORDS {
             return Err(GpuError::Shape {
                 op: "dispatch",
                 detail: format!(
-                    "{}: {workgroups} workgroups, {} parameter words",
-                    kernel.name(),
+                    "{}: {workgroups:?} workgroups, {} parameter words",
+                    program.name(),
                     params.len()
                 ),
             });
         }
-        let pipeline = pipelines.get(kernel)?;
+        if workgroups.contains(&0) {
+            return Ok(());
+        }
         let mut guard = self.lock()?;
         let state = &mut *guard;
         let (param_chunk, param_offset) = state.params.push(&self.device, params);
@@ -215,7 +264,7 @@ impl Recorder {
             state.bind_groups.clear();
         }
         let key = BindKey {
-            kernel,
+            program,
             param_chunk,
             param_offset,
             buffers: buffers.iter().map(|&b| b.clone()).collect(),
@@ -238,10 +287,11 @@ impl Recorder {
         });
         state
             .profiler
-            .before_dispatch(&mut open.pass, kernel, bytes_read);
+            .before_dispatch(&mut open.pass, program, bytes_read);
         open.pass.set_pipeline(pipeline);
         open.pass.set_bind_group(0, &*bind_group, &[]);
-        open.pass.dispatch_workgroups(x as u32, y as u32, 1);
+        let [x, y, z] = workgroups.map(|w| w as u32);
+        open.pass.dispatch_workgroups(x, y, z);
         state.dispatches_in_pass += 1;
         if state.dispatches_in_pass >= DISPATCHES_PER_SUBMIT {
             let encoder = self.close(state);

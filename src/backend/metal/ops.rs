@@ -1,0 +1,692 @@
+//! The ops the MSL kernels compute, written once against [`MslDevice`]: shape checks, output
+//! allocation, parameters, launch geometry and buffer order. The Metal backend runs them through
+//! wgpu; the tests run the very same code through the MSL simulator, so a simulated test
+//! exercises the real launch.
+
+use super::kernels::{MslFormat, MslKernel};
+use crate::backend::{checks, AttentionShape, BackendError, DeltaNetShape};
+use crate::quant::GgmlType;
+
+/// Where MSL kernels run: tensors and weights in device buffers, and dispatches.
+pub trait MslDevice {
+    type Tensor;
+    type Weight;
+    type Buffer: ?Sized;
+
+    fn dims(&self, x: &Self::Tensor) -> (usize, usize);
+    fn buffer<'a>(&self, x: &'a Self::Tensor) -> &'a Self::Buffer;
+    fn weight<'a>(&self, w: &'a Self::Weight) -> WeightLayout<'a, Self::Buffer>;
+    /// A tensor of `rows × cols` for a kernel to overwrite entirely.
+    fn output(&self, rows: usize, cols: usize) -> Result<Self::Tensor, BackendError>;
+    /// Runs (or records) one dispatch.
+    fn dispatch(&self, dispatch: &Dispatch<'_, Self::Buffer>) -> Result<(), BackendError>;
+}
+
+/// A weight as the kernels see it: rows of `row_bytes` file bytes, split into parts that each
+/// fit one buffer binding.
+pub struct WeightLayout<'a, B: ?Sized> {
+    pub name: &'a str,
+    pub ty: GgmlType,
+    pub rows: usize,
+    pub cols: usize,
+    pub row_bytes: usize,
+    pub parts: Vec<WeightPart<'a, B>>,
+}
+
+pub struct WeightPart<'a, B: ?Sized> {
+    pub first_row: usize,
+    pub rows: usize,
+    pub buffer: &'a B,
+}
+
+/// One kernel launch: `params` are the words of the kernel's parameter struct at
+/// `[[buffer(0)]]`, `buffers[i]` is bound at `[[buffer(i + 1)]]`, and `threadgroups` groups of
+/// `kernel.threads_per_threadgroup()` threads run along x.
+pub struct Dispatch<'a, B: ?Sized> {
+    pub kernel: MslKernel,
+    pub params: &'a [u32],
+    pub buffers: &'a [&'a B],
+    pub threadgroups: u32,
+    /// Bytes of weights and activations read, for the profile.
+    pub bytes_read: u64,
+}
+
+fn shape_error(op: &'static str, detail: String) -> BackendError {
+    BackendError::Shape { op, detail }
+}
+
+/// A kernel parameter: sizes reaching a kernel index buffers that exist, so only free-standing
+/// values (positions, counts) can fail here.
+fn word(op: &'static str, what: &str, n: usize) -> Result<u32, BackendError> {
+    u32::try_from(n).map_err(|_| shape_error(op, format!("{what} {n} exceeds u32")))
+}
+
+fn f32_bytes(values: usize) -> u64 {
+    values as u64 * 4
+}
+
+/// Records `kernel` over `threadgroups` groups after checking that the buffers match the
+/// kernel's list.
+fn run<D: MslDevice + ?Sized>(
+    d: &D,
+    kernel: MslKernel,
+    params: &[u32],
+    buffers: &[&D::Buffer],
+    threadgroups: usize,
+    bytes_read: u64,
+) -> Result<(), BackendError> {
+    debug_assert_eq!(buffers.len(), kernel.buffers().len(), "{kernel:?}");
+    if threadgroups == 0 {
+        return Ok(());
+    }
+    let threadgroups = word(kernel.entry(), "threadgroups", threadgroups)?;
+    d.dispatch(&Dispatch {
+        kernel,
+        params,
+        buffers,
+        threadgroups,
+        bytes_read,
+    })
+}
+
+/// Threadgroups for one thread per element of `n`.
+fn groups_for(kernel: MslKernel, n: usize) -> usize {
+    n.div_ceil(kernel.threads_per_threadgroup() as usize)
+}
+
+fn same_dims<D: MslDevice + ?Sized>(
+    d: &D,
+    op: &'static str,
+    a: &D::Tensor,
+    b: &D::Tensor,
+) -> Result<(), BackendError> {
+    checks::same_dims(d.dims(a), d.dims(b)).map_err(|e| shape_error(op, e))
+}
+
+fn len<D: MslDevice + ?Sized>(d: &D, x: &D::Tensor) -> usize {
+    let (rows, cols) = d.dims(x);
+    rows * cols
+}
+
+/// Row `tokens[t]` of `table`, dequantized, for each t: one dispatch per token, the token in the
+/// parameters (nothing to upload).
+pub fn embed<D: MslDevice + ?Sized>(
+    d: &D,
+    table: &D::Weight,
+    tokens: &[u32],
+) -> Result<D::Tensor, BackendError> {
+    let op = "embed";
+    let w = d.weight(table);
+    let format = MslFormat::from_ggml(w.ty)
+        .ok_or_else(|| shape_error(op, format!("{}: no MSL kernel for {}", w.name, w.ty.name())))?;
+    if !w.cols.is_multiple_of(32) {
+        return Err(shape_error(
+            op,
+            format!(
+                "{}: rows of {} are not whole 32-value units",
+                w.name, w.cols
+            ),
+        ));
+    }
+    let out = d.output(tokens.len(), w.cols)?;
+    let kernel = MslKernel::Embed(format);
+    let units = w.cols / 32;
+    for (t, &token) in tokens.iter().enumerate() {
+        let part = w
+            .parts
+            .iter()
+            .find(|p| (p.first_row..p.first_row + p.rows).contains(&(token as usize)))
+            .ok_or(BackendError::TokenOutOfRange {
+                token,
+                vocab: w.rows,
+            })?;
+        let params = [
+            token - part.first_row as u32,
+            word(op, "row bytes", w.row_bytes)?,
+            units as u32,
+            t as u32,
+        ];
+        run(
+            d,
+            kernel,
+            &params,
+            &[part.buffer, d.buffer(&out)],
+            groups_for(kernel, units),
+            w.row_bytes as u64,
+        )?;
+    }
+    Ok(out)
+}
+
+/// Whether `matmul` has an MSL kernel for this weight.
+pub fn has_gemv<D: MslDevice + ?Sized>(d: &D, w: &D::Weight) -> bool {
+    MslFormat::from_ggml(d.weight(w).ty).is_some()
+}
+
+/// `y = x · Wᵀ` for every row of x: one GEMV dispatch per weight part, the tokens along the grid.
+pub fn matmul<D: MslDevice + ?Sized>(
+    d: &D,
+    x: &D::Tensor,
+    weight: &D::Weight,
+) -> Result<D::Tensor, BackendError> {
+    let op = "matmul";
+    let w = d.weight(weight);
+    let format = MslFormat::from_ggml(w.ty)
+        .ok_or_else(|| shape_error(op, format!("{}: no MSL GEMV for {}", w.name, w.ty.name())))?;
+    let (tokens, cols) = d.dims(x);
+    if cols != w.cols {
+        return Err(shape_error(
+            op,
+            format!("{cols} columns against {} of {}", w.cols, w.name),
+        ));
+    }
+    let out = d.output(tokens, w.rows)?;
+    let kernel = MslKernel::Gemv(format);
+    for part in &w.parts {
+        let row_groups = part.rows.div_ceil(format.gemv_rows_per_threadgroup());
+        let params = [
+            part.rows as u32,
+            cols as u32,
+            word(op, "row bytes", w.row_bytes)?,
+            w.rows as u32,
+            part.first_row as u32,
+            row_groups as u32,
+        ];
+        run(
+            d,
+            kernel,
+            &params,
+            &[part.buffer, d.buffer(x), d.buffer(&out)],
+            row_groups * tokens,
+            (part.rows * w.row_bytes) as u64 + f32_bytes(tokens * cols),
+        )?;
+    }
+    Ok(out)
+}
+
+/// Copies `n` values from `src[src_offset..]` to `dst[dst_offset..]`.
+fn copy<D: MslDevice + ?Sized>(
+    d: &D,
+    src: &D::Tensor,
+    src_offset: usize,
+    dst: &D::Tensor,
+    dst_offset: usize,
+    n: usize,
+) -> Result<(), BackendError> {
+    let kernel = MslKernel::CopyRows;
+    run(
+        d,
+        kernel,
+        &[n as u32, src_offset as u32, dst_offset as u32],
+        &[d.buffer(src), d.buffer(dst)],
+        groups_for(kernel, n),
+        f32_bytes(n),
+    )
+}
+
+/// Rows `start..start+count` of x.
+pub fn rows<D: MslDevice + ?Sized>(
+    d: &D,
+    x: &D::Tensor,
+    start: usize,
+    count: usize,
+) -> Result<D::Tensor, BackendError> {
+    let (rows, cols) = d.dims(x);
+    if start.checked_add(count).is_none_or(|end| end > rows) {
+        return Err(shape_error(
+            "rows",
+            format!("rows {start}..+{count} of {rows}"),
+        ));
+    }
+    let out = d.output(count, cols)?;
+    copy(d, x, start * cols, &out, 0, count * cols)?;
+    Ok(out)
+}
+
+/// In each group of `group` columns, the columns `offset..offset+width`, concatenated.
+pub fn slice_cols<D: MslDevice + ?Sized>(
+    d: &D,
+    x: &D::Tensor,
+    group: usize,
+    offset: usize,
+    width: usize,
+) -> Result<D::Tensor, BackendError> {
+    let op = "slice_cols";
+    let (rows, cols) = d.dims(x);
+    checks::whole_groups(cols, group).map_err(|e| shape_error(op, e))?;
+    if width == 0 || offset.checked_add(width).is_none_or(|end| end > group) {
+        return Err(shape_error(
+            op,
+            format!("columns {offset}..+{width} of groups of {group}"),
+        ));
+    }
+    let out = d.output(rows, cols / group * width)?;
+    let n = len(d, &out);
+    let kernel = MslKernel::SliceCols;
+    run(
+        d,
+        kernel,
+        &[n as u32, group as u32, offset as u32, width as u32],
+        &[d.buffer(x), d.buffer(&out)],
+        groups_for(kernel, n),
+        f32_bytes(n),
+    )?;
+    Ok(out)
+}
+
+/// The norm over groups of `w.cols` columns, gated by silu(z) when z is given.
+fn rms_norm_kernel<D: MslDevice + ?Sized>(
+    d: &D,
+    op: &'static str,
+    x: &D::Tensor,
+    z: Option<&D::Tensor>,
+    w: &D::Tensor,
+    eps: f32,
+) -> Result<D::Tensor, BackendError> {
+    let (rows, cols) = d.dims(x);
+    let (w_rows, group) = d.dims(w);
+    if w_rows != 1 || group == 0 {
+        return Err(shape_error(
+            op,
+            format!("weight is {w_rows}×{group}, not one row"),
+        ));
+    }
+    checks::whole_groups(cols, group).map_err(|e| shape_error(op, e))?;
+    if let Some(z) = z {
+        same_dims(d, op, x, z)?;
+    }
+    let out = d.output(rows, cols)?;
+    let groups = rows * cols / group;
+    run(
+        d,
+        MslKernel::RmsNorm,
+        &[group as u32, eps.to_bits(), z.is_some() as u32],
+        &[
+            d.buffer(x),
+            d.buffer(w),
+            d.buffer(z.unwrap_or(x)),
+            d.buffer(&out),
+        ],
+        groups,
+        f32_bytes(rows * cols * (1 + z.is_some() as usize) + group),
+    )?;
+    Ok(out)
+}
+
+/// Each group of `w.cols` columns: `x / sqrt(mean(x²) + eps) ⊙ w`.
+pub fn rms_norm<D: MslDevice + ?Sized>(
+    d: &D,
+    x: &D::Tensor,
+    w: &D::Tensor,
+    eps: f32,
+) -> Result<D::Tensor, BackendError> {
+    rms_norm_kernel(d, "rms_norm", x, None, w, eps)
+}
+
+/// Each group of `w.cols` columns: `x / sqrt(mean(x²) + eps) ⊙ w ⊙ silu(z)`.
+pub fn gated_rms_norm<D: MslDevice + ?Sized>(
+    d: &D,
+    x: &D::Tensor,
+    z: &D::Tensor,
+    w: &D::Tensor,
+    eps: f32,
+) -> Result<D::Tensor, BackendError> {
+    rms_norm_kernel(d, "gated_rms_norm", x, Some(z), w, eps)
+}
+
+/// Each group of `group` columns: `x · scale / sqrt(Σx² + eps)`.
+pub fn l2_norm<D: MslDevice + ?Sized>(
+    d: &D,
+    x: &D::Tensor,
+    group: usize,
+    scale: f32,
+    eps: f32,
+) -> Result<D::Tensor, BackendError> {
+    let (rows, cols) = d.dims(x);
+    checks::whole_groups(cols, group).map_err(|e| shape_error("l2_norm", e))?;
+    let out = d.output(rows, cols)?;
+    run(
+        d,
+        MslKernel::L2Norm,
+        &[group as u32, scale.to_bits(), eps.to_bits()],
+        &[d.buffer(x), d.buffer(&out)],
+        rows * cols / group,
+        f32_bytes(rows * cols),
+    )?;
+    Ok(out)
+}
+
+/// `x += y`.
+pub fn add<D: MslDevice + ?Sized>(d: &D, x: &D::Tensor, y: &D::Tensor) -> Result<(), BackendError> {
+    same_dims(d, "add", x, y)?;
+    let n = len(d, x);
+    let kernel = MslKernel::Add;
+    run(
+        d,
+        kernel,
+        &[n as u32],
+        &[d.buffer(x), d.buffer(y)],
+        groups_for(kernel, n),
+        f32_bytes(2 * n),
+    )
+}
+
+/// An elementwise kernel of two inputs of one shape into a new tensor.
+fn elementwise<D: MslDevice + ?Sized>(
+    d: &D,
+    op: &'static str,
+    kernel: MslKernel,
+    a: &D::Tensor,
+    b: &D::Tensor,
+) -> Result<D::Tensor, BackendError> {
+    same_dims(d, op, a, b)?;
+    let (rows, cols) = d.dims(a);
+    let out = d.output(rows, cols)?;
+    let n = rows * cols;
+    run(
+        d,
+        kernel,
+        &[n as u32],
+        &[d.buffer(a), d.buffer(b), d.buffer(&out)],
+        groups_for(kernel, n),
+        f32_bytes(2 * n),
+    )?;
+    Ok(out)
+}
+
+/// `silu(gate) ⊙ up`.
+pub fn swiglu<D: MslDevice + ?Sized>(
+    d: &D,
+    gate: &D::Tensor,
+    up: &D::Tensor,
+) -> Result<D::Tensor, BackendError> {
+    elementwise(d, "swiglu", MslKernel::Swiglu, gate, up)
+}
+
+/// `x ⊙ sigmoid(gate)`.
+pub fn sigmoid_mul<D: MslDevice + ?Sized>(
+    d: &D,
+    x: &D::Tensor,
+    gate: &D::Tensor,
+) -> Result<D::Tensor, BackendError> {
+    elementwise(d, "sigmoid_mul", MslKernel::SigmoidMul, x, gate)
+}
+
+/// NeoX RoPE on the first `rot_dims` of every `head_dim` group, row t at `pos0 + t`.
+pub fn rope<D: MslDevice + ?Sized>(
+    d: &D,
+    x: &D::Tensor,
+    head_dim: usize,
+    rot_dims: usize,
+    freq_base: f32,
+    pos0: usize,
+) -> Result<D::Tensor, BackendError> {
+    let op = "rope";
+    let (rows, cols) = d.dims(x);
+    checks::whole_groups(cols, head_dim).map_err(|e| shape_error(op, e))?;
+    if rot_dims > head_dim || !rot_dims.is_multiple_of(2) {
+        return Err(shape_error(
+            op,
+            format!("{rot_dims} rotary dims in heads of {head_dim}"),
+        ));
+    }
+    word(op, "position", pos0.saturating_add(rows))?;
+    let out = d.output(rows, cols)?;
+    let n = rows * cols;
+    let kernel = MslKernel::Rope;
+    run(
+        d,
+        kernel,
+        &[
+            n as u32,
+            cols as u32,
+            head_dim as u32,
+            rot_dims as u32,
+            pos0 as u32,
+            freq_base.to_bits(),
+        ],
+        &[d.buffer(x), d.buffer(&out)],
+        groups_for(kernel, n),
+        f32_bytes(n),
+    )?;
+    Ok(out)
+}
+
+/// Largest head_dim the attention kernel holds (`MAX_HEAD_DIM` in attention.metal).
+const MAX_HEAD_DIM: usize = 256;
+
+/// Writes k, v into cache rows `pos0..`, then causal GQA softmax attention of q over cache rows
+/// `0..=pos0+t`, scale 1/sqrt(head_dim): one threadgroup per (row, q head).
+#[allow(clippy::too_many_arguments)]
+pub fn attention<D: MslDevice + ?Sized>(
+    d: &D,
+    q: &D::Tensor,
+    k: &D::Tensor,
+    v: &D::Tensor,
+    k_cache: &D::Tensor,
+    v_cache: &D::Tensor,
+    pos0: usize,
+    shape: AttentionShape,
+) -> Result<D::Tensor, BackendError> {
+    let op = "attention";
+    let AttentionShape {
+        n_head,
+        n_kv_head,
+        head_dim,
+    } = shape;
+    if !(1..=MAX_HEAD_DIM).contains(&head_dim) {
+        return Err(shape_error(
+            op,
+            format!("head dim {head_dim} is outside 1..={MAX_HEAD_DIM}"),
+        ));
+    }
+    checks::attention(
+        d.dims(q),
+        d.dims(k),
+        d.dims(v),
+        d.dims(k_cache),
+        d.dims(v_cache),
+        pos0,
+        shape,
+    )
+    .map_err(|e| shape_error(op, e))?;
+    let (rows, cols) = d.dims(q);
+    let kv_cols = n_kv_head * head_dim;
+    let out = d.output(rows, cols)?;
+    let scale = 1.0 / (head_dim as f32).sqrt();
+    run(
+        d,
+        MslKernel::Attention,
+        &[
+            n_head as u32,
+            n_kv_head as u32,
+            head_dim as u32,
+            word(op, "position", pos0)?,
+            kv_cols as u32,
+            scale.to_bits(),
+        ],
+        &[
+            d.buffer(q),
+            d.buffer(k),
+            d.buffer(v),
+            d.buffer(k_cache),
+            d.buffer(v_cache),
+            d.buffer(&out),
+        ],
+        rows * n_head,
+        f32_bytes(rows * cols + 2 * (pos0 + rows) * kv_cols),
+    )?;
+    Ok(out)
+}
+
+/// Largest conv width the kernel holds (`MAX_TAPS` in conv1d_silu.metal).
+const MAX_TAPS: usize = 8;
+
+/// Causal depthwise conv (`w`: one row of taps per channel, oldest first) over the carried
+/// inputs in `state` (taps−1 rows) followed by x, then SiLU; `state` keeps the last rows.
+pub fn conv1d_silu<D: MslDevice + ?Sized>(
+    d: &D,
+    x: &D::Tensor,
+    w: &D::Tensor,
+    state: &D::Tensor,
+) -> Result<D::Tensor, BackendError> {
+    let (rows, channels) = d.dims(x);
+    let (w_rows, taps) = d.dims(w);
+    let state_dims = d.dims(state);
+    if !(1..=MAX_TAPS).contains(&taps) || w_rows != channels || state_dims != (taps - 1, channels) {
+        return Err(shape_error(
+            "conv1d_silu",
+            format!(
+                "x {rows}×{channels}, w {w_rows}×{taps} (at most {MAX_TAPS} taps), state {}×{}",
+                state_dims.0, state_dims.1
+            ),
+        ));
+    }
+    let out = d.output(rows, channels)?;
+    let kernel = MslKernel::Conv1dSilu;
+    run(
+        d,
+        kernel,
+        &[channels as u32, taps as u32, rows as u32],
+        &[d.buffer(x), d.buffer(w), d.buffer(state), d.buffer(&out)],
+        groups_for(kernel, channels),
+        f32_bytes((rows + taps + taps - 1) * channels),
+    )?;
+    Ok(out)
+}
+
+/// `(g, β) = (ssm_a · softplus(alpha + dt_bias), sigmoid(beta))`, elementwise per head.
+pub fn delta_net_gates<D: MslDevice + ?Sized>(
+    d: &D,
+    alpha: &D::Tensor,
+    beta: &D::Tensor,
+    ssm_a: &D::Tensor,
+    dt_bias: &D::Tensor,
+) -> Result<(D::Tensor, D::Tensor), BackendError> {
+    let op = "delta_net_gates";
+    same_dims(d, op, alpha, beta)?;
+    same_dims(d, op, ssm_a, dt_bias)?;
+    let (rows, heads) = d.dims(alpha);
+    if d.dims(ssm_a) != (1, heads) {
+        let (r, c) = d.dims(ssm_a);
+        return Err(shape_error(
+            op,
+            format!("per-head parameters are {r}×{c} for {heads} heads"),
+        ));
+    }
+    let g = d.output(rows, heads)?;
+    let strength = d.output(rows, heads)?;
+    let n = rows * heads;
+    let kernel = MslKernel::DeltaNetGates;
+    run(
+        d,
+        kernel,
+        &[n as u32, heads as u32],
+        &[
+            d.buffer(alpha),
+            d.buffer(beta),
+            d.buffer(ssm_a),
+            d.buffer(dt_bias),
+            d.buffer(&g),
+            d.buffer(&strength),
+        ],
+        groups_for(kernel, n),
+        f32_bytes(2 * n + 2 * heads),
+    )?;
+    Ok((g, strength))
+}
+
+/// Largest k_dim the delta-rule kernel holds (`MAX_K_DIM` in delta_rule.metal).
+const MAX_K_DIM: usize = 256;
+/// State columns per threadgroup of the delta-rule kernel (`COLUMNS` in delta_rule.metal).
+const DELTA_RULE_COLUMNS: usize = 32;
+
+/// The gated delta rule token by token over the rows, per value head, on the f32 `state`
+/// (one row of k_dim × v_dim per value head, key index major); returns o.
+#[allow(clippy::too_many_arguments)]
+pub fn delta_rule<D: MslDevice + ?Sized>(
+    d: &D,
+    q: &D::Tensor,
+    k: &D::Tensor,
+    v: &D::Tensor,
+    g: &D::Tensor,
+    beta: &D::Tensor,
+    state: &D::Tensor,
+    shape: DeltaNetShape,
+) -> Result<D::Tensor, BackendError> {
+    let DeltaNetShape {
+        n_k_head,
+        n_v_head,
+        k_dim,
+        v_dim,
+    } = shape;
+    let n = d.dims(q).0;
+    let fits = n_k_head > 0
+        && (1..=MAX_K_DIM).contains(&k_dim)
+        && v_dim > 0
+        && d.dims(q) == (n, n_k_head * k_dim)
+        && d.dims(k) == (n, n_k_head * k_dim)
+        && d.dims(v) == (n, n_v_head * v_dim)
+        && d.dims(g) == (n, n_v_head)
+        && d.dims(beta) == (n, n_v_head)
+        && d.dims(state) == (n_v_head, k_dim * v_dim);
+    if !fits {
+        return Err(shape_error(
+            "delta_rule",
+            format!(
+                "q {:?}, v {:?}, state {:?} for {shape:?} (k_dim at most {MAX_K_DIM})",
+                d.dims(q),
+                d.dims(v),
+                d.dims(state)
+            ),
+        ));
+    }
+    let out = d.output(n, n_v_head * v_dim)?;
+    let column_tiles = v_dim.div_ceil(DELTA_RULE_COLUMNS);
+    run(
+        d,
+        MslKernel::DeltaRule,
+        &[
+            n_k_head as u32,
+            n_v_head as u32,
+            k_dim as u32,
+            v_dim as u32,
+            n as u32,
+            column_tiles as u32,
+        ],
+        &[
+            d.buffer(q),
+            d.buffer(k),
+            d.buffer(v),
+            d.buffer(g),
+            d.buffer(beta),
+            d.buffer(state),
+            d.buffer(&out),
+        ],
+        n_v_head * column_tiles,
+        f32_bytes(n * (2 * n_k_head * k_dim + n_v_head * (v_dim + 2)) + len(d, state)),
+    )?;
+    Ok(out)
+}
+
+/// The index of the largest value of a one-row `x` (lowest index on ties, NaN never wins),
+/// as the u32 bits of a 1×1 tensor.
+pub fn argmax<D: MslDevice + ?Sized>(d: &D, x: &D::Tensor) -> Result<D::Tensor, BackendError> {
+    let (rows, n) = d.dims(x);
+    if rows != 1 || n == 0 {
+        return Err(shape_error(
+            "argmax",
+            format!("{rows}×{n} values, not one row"),
+        ));
+    }
+    let out = d.output(1, 1)?;
+    run(
+        d,
+        MslKernel::Argmax,
+        &[n as u32],
+        &[d.buffer(x), d.buffer(&out)],
+        1,
+        f32_bytes(n),
+    )?;
+    Ok(out)
+}

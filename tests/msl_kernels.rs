@@ -1,0 +1,529 @@
+//! Every MSL kernel, executed by the MSL simulator through the Metal backend's own op code
+//! (qwen35::backend::metal::ops), against the CPU reference on random inputs at awkward sizes:
+//! in both thread orders, with divergent SIMD-group calls and barriers failing the dispatch and
+//! threadgroup memory held to 32 KiB (see msl_sim/device.rs).
+
+// The simulator's fiber switch is written for x86-64 and its loader for Linux.
+#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+
+mod msl_sim;
+
+use half::f16;
+use msl_sim::device::{SimDevice, SimTensor};
+use msl_sim::Order;
+use qwen35::backend::cpu::{CpuBackend, CpuTensor};
+use qwen35::backend::metal::{ops, MslFormat};
+use qwen35::backend::{AttentionShape, Backend, DeltaNetShape};
+use qwen35::quant::{self, GgmlType};
+
+/// xorshift64*: reproducible inputs without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn bits(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in [-1, 1).
+    fn next(&mut self) -> f32 {
+        (self.bits() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+
+    fn vec(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.next()).collect()
+    }
+
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.bits() as u8).collect()
+    }
+}
+
+fn cpu() -> CpuBackend {
+    CpuBackend::new(1).expect("cpu pool")
+}
+
+fn cpu_tensor(cpu: &CpuBackend, rows: usize, cols: usize, values: &[f32]) -> CpuTensor {
+    cpu.upload(rows, cols, values).expect("upload")
+}
+
+fn cpu_values(cpu: &CpuBackend, x: &CpuTensor) -> Vec<f32> {
+    cpu.read_rows(x, 0, usize::MAX)
+}
+
+/// Each order on a fresh simulated device.
+fn in_both_orders(test: impl Fn(&SimDevice)) {
+    for order in Order::BOTH {
+        test(&SimDevice::new(order));
+    }
+}
+
+/// Close to the reference elementwise (relative to its largest value) and in direction.
+fn assert_close(what: &str, got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    assert!(
+        got.iter().all(|v| v.is_finite()),
+        "{what}: non-finite output"
+    );
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+    assert!(
+        scale > 0.0,
+        "{what}: reference is all zeros, the test cannot fail"
+    );
+    let worst = got
+        .iter()
+        .zip(want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    let dot: f64 = got
+        .iter()
+        .zip(want)
+        .map(|(&a, &b)| a as f64 * b as f64)
+        .sum();
+    let norm = |v: &[f32]| v.iter().map(|&a| a as f64 * a as f64).sum::<f64>().sqrt();
+    let cosine = dot / (norm(got) * norm(want));
+    assert!(
+        cosine >= 0.99999 && worst <= 1e-4 * scale,
+        "{what}: cosine {cosine}, max |Δ| {worst} at scale {scale}"
+    );
+}
+
+/// A weight of `rows × cols` in `ty`: its file bytes (random but well-scaled blocks for the
+/// formats without a quantizer here).
+fn weight_bytes(rng: &mut Rng, ty: GgmlType, rows: usize, cols: usize) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for _ in 0..rows {
+        match ty {
+            GgmlType::Q5_0 | GgmlType::Q5_K => {
+                let block_bytes = ty.block_bytes();
+                for _ in 0..cols / ty.block_elems() {
+                    let mut block = rng.bytes(block_bytes);
+                    // Scales first (d, and dmin for Q5_K): small positive halves.
+                    let scales = if ty == GgmlType::Q5_K { 2 } else { 1 };
+                    for s in 0..scales {
+                        let d = f16::from_f32(0.01 + 0.02 * rng.next().abs());
+                        block[2 * s..2 * s + 2].copy_from_slice(&d.to_le_bytes());
+                    }
+                    bytes.extend(block);
+                }
+            }
+            _ => quant::quantize_row(ty, &rng.vec(cols), &mut bytes).expect("quantize"),
+        }
+    }
+    bytes
+}
+
+fn reference_matvec(ty: GgmlType, bytes: &[u8], rows: usize, x: &[f32]) -> Vec<f32> {
+    let row_bytes = bytes.len() / rows;
+    bytes
+        .chunks_exact(row_bytes)
+        .map(|row| quant::dot_row(ty, row, x).expect("dot_row"))
+        .collect()
+}
+
+#[test]
+fn gemv_every_format_against_dot_row() {
+    let cases: &[(MslFormat, &[usize])] = &[
+        (MslFormat::F32, &[300, 301]),
+        (MslFormat::F16, &[300, 301]),
+        (MslFormat::Q8_0, &[416]),
+        (MslFormat::Q5_0, &[416]),
+        (MslFormat::Q4_K, &[768, 1280]),
+        (MslFormat::Q5_K, &[768]),
+        (MslFormat::Q6_K, &[768, 1280]),
+    ];
+    let mut rng = Rng::new(1);
+    let rows = 45;
+    for &(format, widths) in cases {
+        let ty = format.ggml_type();
+        for &cols in widths {
+            let bytes = weight_bytes(&mut rng, ty, rows, cols);
+            for tokens in [1, 3] {
+                let x = rng.vec(tokens * cols);
+                let want: Vec<f32> = x
+                    .chunks_exact(cols)
+                    .flat_map(|xt| reference_matvec(ty, &bytes, rows, xt))
+                    .collect();
+                for max_part_rows in [rows, 16] {
+                    in_both_orders(|sim| {
+                        let w = sim.weight("w", ty, rows, cols, &bytes, max_part_rows);
+                        let xs = sim.tensor(tokens, cols, &x);
+                        let y = ops::matmul(sim, &xs, &w).expect("matmul");
+                        assert_close(
+                            &format!("{format:?} {rows}×{cols}, {tokens} tokens, parts of {max_part_rows}, {:?}", sim.order),
+                            &y.values(),
+                            &want,
+                        );
+                    });
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn embed_every_format_against_dequantize() {
+    let mut rng = Rng::new(2);
+    let rows = 11;
+    for format in MslFormat::ALL {
+        let ty = format.ggml_type();
+        let cols = if ty.block_elems() == 256 { 512 } else { 96 };
+        let bytes = weight_bytes(&mut rng, ty, rows, cols);
+        let row_bytes = bytes.len() / rows;
+        let tokens = [3u32, 0, 10, 7];
+        let want: Vec<f32> = tokens
+            .iter()
+            .flat_map(|&t| {
+                let row = &bytes[t as usize * row_bytes..(t as usize + 1) * row_bytes];
+                quant::dequantize(ty, row, cols).expect("dequantize")
+            })
+            .collect();
+        in_both_orders(|sim| {
+            let w = sim.weight("table", ty, rows, cols, &bytes, 4);
+            let out = ops::embed(sim, &w, &tokens).expect("embed");
+            assert_close(&format!("embed {format:?}"), &out.values(), &want);
+            assert!(
+                ops::embed(sim, &w, &[rows as u32]).is_err(),
+                "token out of range"
+            );
+        });
+    }
+}
+
+#[test]
+fn norms_against_cpu() {
+    let cpu = cpu();
+    let mut rng = Rng::new(3);
+    // (rows, groups, group): the model's norm, per-head q/k norms, and an awkward width.
+    for (rows, groups, group) in [(1, 1, 333), (1, 5, 70), (2, 3, 1100)] {
+        let cols = groups * group;
+        let x = rng.vec(rows * cols);
+        let z = rng.vec(rows * cols);
+        let w = rng.vec(group);
+        let eps = 1e-6;
+        let (cx, cz, cw) = (
+            cpu_tensor(&cpu, rows, cols, &x),
+            cpu_tensor(&cpu, rows, cols, &z),
+            cpu_tensor(&cpu, 1, group, &w),
+        );
+        let rms = cpu_values(&cpu, &cpu.rms_norm(&cx, &cw, eps).expect("cpu"));
+        let gated = cpu_values(&cpu, &cpu.gated_rms_norm(&cx, &cz, &cw, eps).expect("cpu"));
+        let l2 = cpu_values(&cpu, &cpu.l2_norm(&cx, group, 0.25, eps).expect("cpu"));
+        in_both_orders(|sim| {
+            let (sx, sz, sw) = (
+                sim.tensor(rows, cols, &x),
+                sim.tensor(rows, cols, &z),
+                sim.tensor(1, group, &w),
+            );
+            let what = format!("{rows}×{groups}×{group} {:?}", sim.order);
+            let out = ops::rms_norm(sim, &sx, &sw, eps).expect("rms_norm");
+            assert_close(&format!("rms_norm {what}"), &out.values(), &rms);
+            let out = ops::gated_rms_norm(sim, &sx, &sz, &sw, eps).expect("gated");
+            assert_close(&format!("gated_rms_norm {what}"), &out.values(), &gated);
+            let out = ops::l2_norm(sim, &sx, group, 0.25, eps).expect("l2_norm");
+            assert_close(&format!("l2_norm {what}"), &out.values(), &l2);
+        });
+    }
+}
+
+#[test]
+fn elementwise_ops_against_cpu() {
+    let cpu = cpu();
+    let mut rng = Rng::new(4);
+    let (rows, cols) = (3, 333);
+    let a = rng
+        .vec(rows * cols)
+        .iter()
+        .map(|v| v * 6.0)
+        .collect::<Vec<_>>();
+    let b = rng.vec(rows * cols);
+    let (ca, cb) = (
+        cpu_tensor(&cpu, rows, cols, &a),
+        cpu_tensor(&cpu, rows, cols, &b),
+    );
+    let swiglu = cpu_values(&cpu, &cpu.swiglu(&ca, &cb).expect("cpu"));
+    let gate = cpu_values(&cpu, &cpu.sigmoid_mul(&cb, &ca).expect("cpu"));
+    let mut sum = cpu_tensor(&cpu, rows, cols, &a);
+    cpu.add(&mut sum, &cb).expect("cpu");
+    let sum = cpu_values(&cpu, &sum);
+    let slice = cpu_values(&cpu, &cpu.slice_cols(&ca, 111, 40, 66).expect("cpu"));
+    let picked = cpu_values(&cpu, &cpu.rows(&ca, 1, 2).expect("cpu"));
+    in_both_orders(|sim| {
+        let (sa, sb) = (sim.tensor(rows, cols, &a), sim.tensor(rows, cols, &b));
+        let order = sim.order;
+        let out = ops::swiglu(sim, &sa, &sb).expect("swiglu");
+        assert_close(&format!("swiglu {order:?}"), &out.values(), &swiglu);
+        let out = ops::sigmoid_mul(sim, &sb, &sa).expect("sigmoid_mul");
+        assert_close(&format!("sigmoid_mul {order:?}"), &out.values(), &gate);
+        let out = ops::slice_cols(sim, &sa, 111, 40, 66).expect("slice_cols");
+        assert_close(&format!("slice_cols {order:?}"), &out.values(), &slice);
+        let out = ops::rows(sim, &sa, 1, 2).expect("rows");
+        assert_close(&format!("rows {order:?}"), &out.values(), &picked);
+        ops::add(sim, &sa, &sb).expect("add");
+        assert_close(&format!("add {order:?}"), &sa.values(), &sum);
+    });
+}
+
+#[test]
+fn rope_against_cpu() {
+    let cpu = cpu();
+    let mut rng = Rng::new(5);
+    for (rows, heads, head_dim, rot, pos0) in [(1, 4, 64, 16, 1234), (3, 3, 40, 40, 7)] {
+        let cols = heads * head_dim;
+        let x = rng.vec(rows * cols);
+        let want = cpu_values(
+            &cpu,
+            &cpu.rope(&cpu_tensor(&cpu, rows, cols, &x), head_dim, rot, 1e7, pos0)
+                .expect("cpu"),
+        );
+        in_both_orders(|sim| {
+            let out = ops::rope(sim, &sim.tensor(rows, cols, &x), head_dim, rot, 1e7, pos0)
+                .expect("rope");
+            assert_close(
+                &format!("rope hd {head_dim} {:?}", sim.order),
+                &out.values(),
+                &want,
+            );
+        });
+    }
+}
+
+#[test]
+fn attention_against_cpu() {
+    let cpu = cpu();
+    let mut rng = Rng::new(6);
+    // (n_head, n_kv_head, head_dim, rows, pos0): the fixture's shape and awkward ones.
+    for (n_head, n_kv_head, head_dim, rows, pos0) in [
+        (4, 2, 64, 1, 13),
+        (6, 2, 40, 3, 9),
+        (2, 2, 256, 1, 0),
+        (8, 1, 96, 1, 70),
+    ] {
+        let shape = AttentionShape {
+            n_head,
+            n_kv_head,
+            head_dim,
+        };
+        let ctx = pos0 + rows + 2;
+        let kv_cols = n_kv_head * head_dim;
+        let q = rng.vec(rows * n_head * head_dim);
+        let k = rng.vec(rows * kv_cols);
+        let v = rng.vec(rows * kv_cols);
+        // Rows past the filled ones are never read.
+        let mut cache_k = rng.vec(ctx * kv_cols);
+        let mut cache_v = rng.vec(ctx * kv_cols);
+        cache_k[(pos0 + rows) * kv_cols..].fill(0.0);
+        cache_v[(pos0 + rows) * kv_cols..].fill(0.0);
+        let mut ck = cpu_tensor(&cpu, ctx, kv_cols, &cache_k);
+        let mut cv = cpu_tensor(&cpu, ctx, kv_cols, &cache_v);
+        let want = cpu
+            .attention(
+                &cpu_tensor(&cpu, rows, n_head * head_dim, &q),
+                &cpu_tensor(&cpu, rows, kv_cols, &k),
+                &cpu_tensor(&cpu, rows, kv_cols, &v),
+                &mut ck,
+                &mut cv,
+                pos0,
+                shape,
+            )
+            .expect("cpu");
+        let (want, want_k, want_v) = (
+            cpu_values(&cpu, &want),
+            cpu_values(&cpu, &ck),
+            cpu_values(&cpu, &cv),
+        );
+        in_both_orders(|sim| {
+            let (sk, sv) = (
+                sim.tensor(ctx, kv_cols, &cache_k),
+                sim.tensor(ctx, kv_cols, &cache_v),
+            );
+            let out = ops::attention(
+                sim,
+                &sim.tensor(rows, n_head * head_dim, &q),
+                &sim.tensor(rows, kv_cols, &k),
+                &sim.tensor(rows, kv_cols, &v),
+                &sk,
+                &sv,
+                pos0,
+                shape,
+            )
+            .expect("attention");
+            let what = format!("{shape:?} rows {rows} at {pos0} {:?}", sim.order);
+            assert_close(&format!("attention {what}"), &out.values(), &want);
+            assert_eq!(sk.values(), want_k, "k cache {what}");
+            assert_eq!(sv.values(), want_v, "v cache {what}");
+        });
+    }
+}
+
+#[test]
+fn gated_delta_net_ops_against_cpu() {
+    let cpu = cpu();
+    let mut rng = Rng::new(7);
+    for (rows, channels, taps) in [(1, 300, 4), (3, 70, 4), (2, 33, 2)] {
+        let x = rng.vec(rows * channels);
+        let w = rng.vec(channels * taps);
+        let state = rng.vec((taps - 1) * channels);
+        let mut cs = cpu_tensor(&cpu, taps - 1, channels, &state);
+        let want = cpu
+            .conv1d_silu(
+                &cpu_tensor(&cpu, rows, channels, &x),
+                &cpu_tensor(&cpu, channels, taps, &w),
+                &mut cs,
+            )
+            .expect("cpu");
+        let (want, want_state) = (cpu_values(&cpu, &want), cpu_values(&cpu, &cs));
+        in_both_orders(|sim| {
+            let ss = sim.tensor(taps - 1, channels, &state);
+            let out = ops::conv1d_silu(
+                sim,
+                &sim.tensor(rows, channels, &x),
+                &sim.tensor(channels, taps, &w),
+                &ss,
+            )
+            .expect("conv1d_silu");
+            let what = format!("conv {rows}×{channels}×{taps} {:?}", sim.order);
+            assert_close(&what, &out.values(), &want);
+            assert_eq!(ss.values(), want_state, "{what}: state");
+        });
+    }
+
+    for (rows, heads) in [(1, 8), (3, 13)] {
+        // Wide inputs reach both sides of softplus's cut-over at 20.
+        let alpha: Vec<f32> = rng.vec(rows * heads).iter().map(|v| v * 30.0).collect();
+        let beta: Vec<f32> = rng.vec(rows * heads).iter().map(|v| v * 8.0).collect();
+        let ssm_a: Vec<f32> = rng.vec(heads).iter().map(|v| -1.0 - v.abs()).collect();
+        let dt_bias = rng.vec(heads);
+        let (g, b) = cpu
+            .delta_net_gates(
+                &cpu_tensor(&cpu, rows, heads, &alpha),
+                &cpu_tensor(&cpu, rows, heads, &beta),
+                &cpu_tensor(&cpu, 1, heads, &ssm_a),
+                &cpu_tensor(&cpu, 1, heads, &dt_bias),
+            )
+            .expect("cpu");
+        let (g, b) = (cpu_values(&cpu, &g), cpu_values(&cpu, &b));
+        in_both_orders(|sim| {
+            let (sg, sb) = ops::delta_net_gates(
+                sim,
+                &sim.tensor(rows, heads, &alpha),
+                &sim.tensor(rows, heads, &beta),
+                &sim.tensor(1, heads, &ssm_a),
+                &sim.tensor(1, heads, &dt_bias),
+            )
+            .expect("gates");
+            assert_close(&format!("decay {:?}", sim.order), &sg.values(), &g);
+            assert_close(&format!("beta {:?}", sim.order), &sb.values(), &b);
+        });
+    }
+
+    // (n_k_head, n_v_head, k_dim, v_dim, rows): the fixture's shape, a 27B-like head, and
+    // sizes that are no multiple of the kernel's 32 columns or 8 key slices.
+    for (n_k_head, n_v_head, k_dim, v_dim, rows) in
+        [(4, 8, 32, 32, 1), (1, 2, 128, 128, 1), (2, 6, 43, 45, 2)]
+    {
+        let shape = DeltaNetShape {
+            n_k_head,
+            n_v_head,
+            k_dim,
+            v_dim,
+        };
+        // Unit-length keys as after the L2 norm, decays and strengths in their real ranges.
+        let unit = |rng: &mut Rng, n: usize| {
+            let mut v = rng.vec(n);
+            for head in v.chunks_exact_mut(k_dim) {
+                let len = head.iter().map(|x| x * x).sum::<f32>().sqrt();
+                head.iter_mut().for_each(|x| *x /= len);
+            }
+            v
+        };
+        let q = unit(&mut rng, rows * n_k_head * k_dim);
+        let k = unit(&mut rng, rows * n_k_head * k_dim);
+        let v = rng.vec(rows * n_v_head * v_dim);
+        let g: Vec<f32> = rng.vec(rows * n_v_head).iter().map(|x| -x.abs()).collect();
+        let beta: Vec<f32> = rng.vec(rows * n_v_head).iter().map(|x| x.abs()).collect();
+        let state = rng.vec(n_v_head * k_dim * v_dim);
+        let mut cs = cpu_tensor(&cpu, n_v_head, k_dim * v_dim, &state);
+        let want = cpu
+            .delta_rule(
+                &cpu_tensor(&cpu, rows, n_k_head * k_dim, &q),
+                &cpu_tensor(&cpu, rows, n_k_head * k_dim, &k),
+                &cpu_tensor(&cpu, rows, n_v_head * v_dim, &v),
+                &cpu_tensor(&cpu, rows, n_v_head, &g),
+                &cpu_tensor(&cpu, rows, n_v_head, &beta),
+                &mut cs,
+                shape,
+            )
+            .expect("cpu");
+        let (want, want_state) = (cpu_values(&cpu, &want), cpu_values(&cpu, &cs));
+        in_both_orders(|sim| {
+            let ss = sim.tensor(n_v_head, k_dim * v_dim, &state);
+            let out = ops::delta_rule(
+                sim,
+                &sim.tensor(rows, n_k_head * k_dim, &q),
+                &sim.tensor(rows, n_k_head * k_dim, &k),
+                &sim.tensor(rows, n_v_head * v_dim, &v),
+                &sim.tensor(rows, n_v_head, &g),
+                &sim.tensor(rows, n_v_head, &beta),
+                &ss,
+                shape,
+            )
+            .expect("delta_rule");
+            let what = format!("delta_rule {shape:?} rows {rows} {:?}", sim.order);
+            assert_close(&what, &out.values(), &want);
+            assert_close(&format!("{what}: state"), &ss.values(), &want_state);
+        });
+    }
+}
+
+#[test]
+fn argmax_against_the_sampler() {
+    let mut rng = Rng::new(8);
+    let mut cases: Vec<Vec<f32>> = vec![rng.vec(1000), rng.vec(5), vec![f32::NAN; 7]];
+    // Ties (the lowest index wins), NaN (never wins) and -inf.
+    let mut tied = rng.vec(3000);
+    tied[2999] = 5.0;
+    tied[1500] = 5.0;
+    tied[700] = 5.0;
+    tied[10] = f32::NAN;
+    cases.push(tied);
+    cases.push(vec![f32::NEG_INFINITY, f32::NAN, f32::NEG_INFINITY]);
+    for values in &cases {
+        let want = qwen35::sample::argmax(values);
+        in_both_orders(|sim| {
+            let out = ops::argmax(sim, &sim.tensor(1, values.len(), values)).expect("argmax");
+            let got = out.buffer.u32s()[0];
+            assert_eq!(got, want, "{} values, {:?}", values.len(), sim.order);
+        });
+    }
+}
+
+#[test]
+fn converged_launches_use_little_threadgroup_memory() {
+    let mut rng = Rng::new(9);
+    let sim = SimDevice::new(Order::Forward);
+    let shape = AttentionShape {
+        n_head: 2,
+        n_kv_head: 1,
+        head_dim: 256,
+    };
+    let t =
+        |rows, cols, rng: &mut Rng| -> SimTensor { sim.tensor(rows, cols, &rng.vec(rows * cols)) };
+    let (q, k, v) = (
+        t(1, 512, &mut rng),
+        t(1, 256, &mut rng),
+        t(1, 256, &mut rng),
+    );
+    let (kc, vc) = (t(4, 256, &mut rng), t(4, 256, &mut rng));
+    ops::attention(&sim, &q, &k, &v, &kc, &vc, 2, shape).expect("attention");
+    let stats = sim.stats();
+    assert!(stats.max_threadgroup_bytes > 8 * 1024, "{stats:?}");
+    assert!(stats.max_threadgroup_bytes <= 32 * 1024, "{stats:?}");
+    assert!(stats.barriers > 0 && stats.simd_calls > 0, "{stats:?}");
+}
