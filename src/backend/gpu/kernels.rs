@@ -358,9 +358,7 @@ impl Kernel {
             body_start,
             &format!("const WG: u32 = {}u;\n", self.workgroup_size()),
         );
-        // EXPERIMENT (to be removed): the paired-span GEMV loop.
-        if std::env::var("QWEN35_GEMV_PAIRED").as_deref() == Ok("1") {
-            source = source.replace(
+        source = source.replace(
                 "const PAIRED_TASKS: bool = false;",
                 "const PAIRED_TASKS: bool = true;",
             );
