@@ -358,11 +358,6 @@ impl Kernel {
             body_start,
             &format!("const WG: u32 = {}u;\n", self.workgroup_size()),
         );
-        source = source.replace(
-                "const PAIRED_TASKS: bool = false;",
-                "const PAIRED_TASKS: bool = true;",
-            );
-        }
         source
     }
 }
