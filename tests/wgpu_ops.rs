@@ -652,8 +652,9 @@ fn quantized_matmul_and_embed_against_quant_module() {
     }
 }
 
-/// The residual-add and SwiGLU-input GEMVs, with and without subgroups, on formats with a fast
-/// GEMV (fused) and without (composed): acc + (silu(gate) ⊙ up) · Wᵀ and acc + x · Wᵀ.
+/// The residual-add, SwiGLU-input and RMS-normed-input GEMVs, with and without subgroups, on
+/// formats with a fast GEMV (fused) and without (composed): acc + (silu(gate) ⊙ up) · Wᵀ,
+/// acc + x · Wᵀ and rms_norm(x) · Wᵀ.
 #[test]
 fn fused_residual_matmuls_against_reference() {
     let Some(gpu) = gpu() else { return };
@@ -686,6 +687,12 @@ fn fused_residual_matmuls_against_reference() {
             |y: Vec<f32>| -> Vec<f32> { y.iter().zip(&acc).map(|(y, a)| y + a).collect() };
         let want_plain = plus_acc(dot_rows(&gate));
         let want_swiglu = plus_acc(dot_rows(&swiglu));
+        let norm: Vec<f32> = rng.vec(cols).iter().map(|v| 1.0 + v).collect();
+        let normed: Vec<f32> = gate
+            .chunks_exact(cols)
+            .flat_map(|row| reference_rms(row, &norm, None, 1e-6))
+            .collect();
+        let want_normed = dot_rows(&normed);
         for device in [gpu, plain_gpu()] {
             let weight = device
                 .upload_weight_in_parts("w", ty, rows, cols, &bytes, 8)
@@ -707,6 +714,13 @@ fn fused_residual_matmuls_against_reference() {
                 &format!("swiglu_matmul_add {ty:?}"),
                 &read_all(device, &sum),
                 &want_swiglu,
+            );
+            let nt = device.upload(1, cols, &norm).unwrap();
+            let got = device.rms_norm_matmul(&gt, &nt, 1e-6, &weight).unwrap();
+            assert_close(
+                &format!("rms_norm_matmul {ty:?}"),
+                &read_all(device, &got),
+                &want_normed,
             );
         }
     }

@@ -4,3 +4,7 @@
 fn x_at(i: u32) -> vec4<f32> {
     return x[i];
 }
+
+fn input_scale(lane: Lane) -> f32 {
+    return 1.0;
+}

@@ -220,6 +220,16 @@ pub trait Backend: Send + Sync {
     }
     /// `y = x · Wᵀ` for every row of x.
     fn matmul(&self, x: &Self::Tensor, w: &Self::Weight) -> Result<Self::Tensor, BackendError>;
+    /// `rms_norm(x, norm, eps) · Wᵀ`: a projection of the normed residual stream.
+    fn rms_norm_matmul(
+        &self,
+        x: &Self::Tensor,
+        norm: &Self::Tensor,
+        eps: f32,
+        w: &Self::Weight,
+    ) -> Result<Self::Tensor, BackendError> {
+        self.matmul(&self.rms_norm(x, norm, eps)?, w)
+    }
     /// `acc += x · Wᵀ`: a projection added to the residual stream.
     fn matmul_add(
         &self,

@@ -59,22 +59,32 @@ pub fn forward<B: Backend>(
         if skip.skips(&layer.mixer) {
             continue;
         }
-        // Token mixing on the normed stream, its output projection added back to the residual.
-        let u = b.rms_norm(&h, &layer.attn_norm, eps)?;
-        match (&layer.mixer, layer_state) {
+        // Token mixing on the normed stream u = rms_norm(h) ⊙ attn_norm, its output projection
+        // added back to the residual.
+        let u = Normed {
+            x: &h,
+            weight: &layer.attn_norm,
+            eps,
+        };
+        let (o, output) = match (&layer.mixer, layer_state) {
             (Mixer::Attention(a), LayerState::Attention { k, v }) => {
-                attention(b, cfg, a, &u, k, v, pos0, &mut h)?
+                (attention(b, cfg, a, u, k, v, pos0)?, &a.output)
             }
             (Mixer::DeltaNet(d), LayerState::DeltaNet { conv, recurrent }) => {
-                delta_net(b, cfg, d, &u, conv, recurrent, &mut h)?
+                (delta_net(b, cfg, d, u, conv, recurrent)?, &d.out)
             }
             _ => return Err(ModelError::StateMismatch { layer: i }),
-        }
+        };
+        b.matmul_add(&o, output, &mut h)?;
 
         // §6 SwiGLU MLP on the normed stream, added back: h += W_down · (silu(W_gate·u) ⊙ W_up·u).
-        let u = b.rms_norm(&h, &layer.post_attention_norm, eps)?;
-        let gate = b.matmul(&u, &layer.ffn_gate)?;
-        let up = b.matmul(&u, &layer.ffn_up)?;
+        let u = Normed {
+            x: &h,
+            weight: &layer.post_attention_norm,
+            eps,
+        };
+        let gate = u.project(b, &layer.ffn_gate)?;
+        let up = u.project(b, &layer.ffn_up)?;
         b.swiglu_matmul_add(&gate, &up, &layer.ffn_down, &mut h)?;
     }
     state.position = pos0 + n;
@@ -85,27 +95,40 @@ pub fn forward<B: Backend>(
     } else {
         b.rows(&h, n.saturating_sub(1), 1)?
     };
-    let h = b.rms_norm(&h, &w.output_norm, eps)?;
-    Ok(b.matmul(&h, &w.output)?)
+    Ok(b.rms_norm_matmul(&h, &w.output_norm, eps, &w.output)?)
 }
 
-/// §4: gated full attention with qk-norm and partial NeoX RoPE; `h += W_o · o`.
-#[allow(clippy::too_many_arguments)]
+/// The residual stream through an RMS norm, as the projections read it: each projection is
+/// `rms_norm(x) ⊙ weight · Wᵀ`, one op, so a backend can fuse the norm into the matmul.
+#[derive(Clone, Copy)]
+struct Normed<'a, T> {
+    x: &'a T,
+    weight: &'a T,
+    eps: f32,
+}
+
+impl<T> Normed<'_, T> {
+    fn project<B: Backend<Tensor = T>>(&self, b: &B, w: &B::Weight) -> Result<T, ModelError> {
+        Ok(b.rms_norm_matmul(self.x, self.weight, self.eps, w)?)
+    }
+}
+
+/// §4: gated full attention with qk-norm and partial NeoX RoPE; returns o, the input of the
+/// output projection.
 fn attention<B: Backend>(
     b: &B,
     cfg: &Config,
     a: &Attention<B>,
-    u: &B::Tensor,
+    u: Normed<'_, B::Tensor>,
     k_cache: &mut B::Tensor,
     v_cache: &mut B::Tensor,
     pos0: usize,
-    h: &mut B::Tensor,
-) -> Result<(), ModelError> {
+) -> Result<B::Tensor, ModelError> {
     // 1. Each head's 2·hd projections are [query | gate].
-    let q_and_gate = b.matmul(u, &a.q)?;
+    let q_and_gate = u.project(b, &a.q)?;
     // 2. Keys and values.
-    let k = b.matmul(u, &a.k)?;
-    let v = b.matmul(u, &a.v)?;
+    let k = u.project(b, &a.k)?;
+    let v = u.project(b, &a.v)?;
     // 3. Per-head RMS norm of q and k, before 4. RoPE on the first rope_dims of each head;
     // 5. append k, v to the cache and attend causally (GQA); 6. sigmoid output gate.
     let rope = RopeShape {
@@ -117,7 +140,7 @@ fn attention<B: Backend>(
         n_kv_head: cfg.n_kv_head,
         head_dim: cfg.head_dim,
     };
-    let o = b.gated_attention(
+    Ok(b.gated_attention(
         &q_and_gate,
         &k,
         &v,
@@ -129,21 +152,18 @@ fn attention<B: Backend>(
         v_cache,
         pos0,
         shape,
-    )?;
-    // Then the output projection.
-    Ok(b.matmul_add(&o, &a.output, h)?)
+    )?)
 }
 
-/// §5: Gated DeltaNet; `h += W_out · o`.
+/// §5: Gated DeltaNet; returns o, the input of the output projection.
 fn delta_net<B: Backend>(
     b: &B,
     cfg: &Config,
     d: &DeltaNet<B>,
-    u: &B::Tensor,
+    u: Normed<'_, B::Tensor>,
     conv_state: &mut B::Tensor,
     recurrent: &mut B::Tensor,
-    h: &mut B::Tensor,
-) -> Result<(), ModelError> {
+) -> Result<B::Tensor, ModelError> {
     let eps = cfg.rms_eps;
     let shape = DeltaNetShape {
         n_k_head: cfg.ssm_k_heads,
@@ -152,10 +172,10 @@ fn delta_net<B: Backend>(
         v_dim: cfg.ssm_v_dim,
     };
     // 5.1 Projections: m = q|k|v (through the conv), z, β and α inputs (not).
-    let m = b.matmul(u, &d.qkv)?;
-    let z = b.matmul(u, &d.gate)?;
-    let beta = b.matmul(u, &d.beta)?;
-    let alpha = b.matmul(u, &d.alpha)?;
+    let m = u.project(b, &d.qkv)?;
+    let z = u.project(b, &d.gate)?;
+    let beta = u.project(b, &d.beta)?;
+    let alpha = u.project(b, &d.alpha)?;
     // 5.2 Causal depthwise conv + SiLU over the raw m of the previous tokens; 5.3 split into q,
     // k, v, with q and k L2-normalised per head and q also scaled by 1/sqrt(Dk).
     let q_scale = 1.0 / (cfg.ssm_k_dim as f32).sqrt();
@@ -165,7 +185,6 @@ fn delta_net<B: Backend>(
     let o = b.gated_delta_rule(
         &q, &k, &v, &alpha, &beta, &d.ssm_a, &d.dt_bias, recurrent, shape,
     )?;
-    // 5.6 Gated RMS norm per value head with silu(z), then the output projection.
-    let o = b.gated_rms_norm(&o, &z, &d.norm, eps)?;
-    Ok(b.matmul_add(&o, &d.out, h)?)
+    // 5.6 Gated RMS norm per value head with silu(z).
+    Ok(b.gated_rms_norm(&o, &z, &d.norm, eps)?)
 }

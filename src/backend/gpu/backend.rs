@@ -137,6 +137,16 @@ impl Backend for Wgpu {
         Wgpu::matmul(self, x, w).map_err(|e| e.into_backend("matmul"))
     }
 
+    fn rms_norm_matmul(
+        &self,
+        x: &GpuTensor,
+        norm: &GpuTensor,
+        eps: f32,
+        w: &GpuWeight,
+    ) -> Result<GpuTensor, BackendError> {
+        Wgpu::rms_norm_matmul(self, x, norm, eps, w).map_err(|e| e.into_backend("rms_norm_matmul"))
+    }
+
     fn matmul_add(
         &self,
         x: &GpuTensor,

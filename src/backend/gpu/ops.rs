@@ -55,6 +55,12 @@ enum GemvInput<'a> {
         gate: &'a GpuTensor,
         up: &'a GpuTensor,
     },
+    /// rms_norm(x) ⊙ weight, the norm's factor gathered from the GEMV's own loads of x.
+    Normed {
+        x: &'a GpuTensor,
+        weight: &'a GpuTensor,
+        eps: f32,
+    },
 }
 
 fn check_matmul(x: &GpuTensor, w: &GpuWeight) -> Result<(), GpuError> {
@@ -300,6 +306,37 @@ impl Wgpu {
         self.gemv(GemvInput::Swiglu { gate, up }, w, acc, true)
     }
 
+    /// `rms_norm(x, norm, eps) · Wᵀ`, the norm done by the GEMV where the format has a fast one.
+    pub fn rms_norm_matmul(
+        &self,
+        x: &GpuTensor,
+        norm: &GpuTensor,
+        eps: f32,
+        w: &GpuWeight,
+    ) -> Result<GpuTensor, GpuError> {
+        check_matmul(x, w)?;
+        one_row("rms_norm_matmul", norm)?;
+        let fused = x.rows < GEMM_MIN_ROWS
+            && w.format.gemv_span().is_some()
+            && norm.cols == x.cols
+            && x.cols.is_multiple_of(4);
+        if !fused {
+            return self.matmul(&self.rms_norm(x, norm, eps)?, w);
+        }
+        let out = self.output(x.rows, w.rows)?;
+        self.gemv(
+            GemvInput::Normed {
+                x,
+                weight: norm,
+                eps,
+            },
+            w,
+            &out,
+            false,
+        )?;
+        Ok(out)
+    }
+
     /// Records the GEMV dispatches of `input · Wᵀ` into `out` (added to it with `accumulate`).
     fn gemv(
         &self,
@@ -308,9 +345,12 @@ impl Wgpu {
         out: &GpuTensor,
         accumulate: bool,
     ) -> Result<(), GpuError> {
-        let (kernel, x, extra) = match input {
-            GemvInput::Plain(x) => (Kernel::Gemv(w.format), x, None),
-            GemvInput::Swiglu { gate, up } => (Kernel::GemvSwiglu(w.format), gate, Some(up)),
+        let (kernel, x, extra, eps) = match input {
+            GemvInput::Plain(x) => (Kernel::Gemv(w.format), x, None, 0.0),
+            GemvInput::Swiglu { gate, up } => (Kernel::GemvSwiglu(w.format), gate, Some(up), 0.0),
+            GemvInput::Normed { x, weight, eps } => {
+                (Kernel::GemvNormed(w.format), x, Some(weight), eps)
+            }
         };
         // The fast kernels take GEMV_ROWS rows per workgroup in spans; the others one row per
         // workgroup in decoder units.
@@ -333,6 +373,7 @@ impl Wgpu {
                     part.first_row as u32,
                     units as u32,
                     accumulate as u32,
+                    f32::to_bits(eps),
                 ],
                 &buffers,
                 part.rows.div_ceil(rows_per_workgroup) * x.rows,

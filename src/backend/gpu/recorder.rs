@@ -21,7 +21,7 @@ use crate::backend::metal::MslKernel;
 use crate::backend::BackendStats;
 
 /// The most u32 words a kernel's parameter struct has.
-const MAX_PARAM_WORDS: usize = 8;
+const MAX_PARAM_WORDS: usize = 12;
 /// Parameter slots per uniform buffer.
 const SLOTS_PER_CHUNK: usize = 256;
 /// Dispatches per submit: more than a decode step of the largest model records, so that a step
