@@ -21,6 +21,11 @@ pub use memory::{GpuTensor, GpuWeight};
 use kernels::Pipelines;
 use recorder::Recorder;
 
+/// The environment variable that caps the bytes the backend allocates on the device: an
+/// allocation past it fails as out of memory, as one past the device's memory does (to share a
+/// GPU with other programs, and to test running out without filling a real device).
+pub const MEMORY_LIMIT_VAR: &str = "QWEN35_GPU_MEMORY_LIMIT";
+
 /// The device, its pipelines and the recorder of the current forward.
 pub struct Wgpu {
     device: wgpu::Device,
@@ -29,8 +34,10 @@ pub struct Wgpu {
     recorder: Recorder,
     /// Bytes one storage binding may span on this device.
     binding_limit: u64,
-    /// Weight bytes uploaded so far, for out-of-memory reports.
-    resident_weight_bytes: std::sync::atomic::AtomicU64,
+    /// Device bytes allocated so far (weights, tensors; pooled buffers are never freed).
+    allocated_bytes: std::sync::atomic::AtomicU64,
+    /// A cap on `allocated_bytes` below the device's own ([`MEMORY_LIMIT_VAR`]).
+    memory_limit: Option<u64>,
     /// The first error wgpu reported outside an error scope; every later op fails with it.
     device_error: Arc<Mutex<Option<String>>>,
     /// Freed activation buffers, reused by later op outputs.
@@ -53,6 +60,20 @@ impl Wgpu {
     }
 
     fn open(subgroups: bool) -> Result<Wgpu, GpuError> {
+        let memory_limit = match std::env::var(MEMORY_LIMIT_VAR) {
+            Ok(bytes) => {
+                Some(
+                    bytes
+                        .trim()
+                        .parse::<u64>()
+                        .map_err(|_| GpuError::BadMemoryLimit {
+                            var: MEMORY_LIMIT_VAR,
+                            value: bytes.clone(),
+                        })?,
+                )
+            }
+            Err(_) => None,
+        };
         let mut instance_desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
         // Fail creating a resource rather than overcommitting device memory.
         instance_desc.memory_budget_thresholds.for_resource_creation = Some(95);
@@ -91,6 +112,15 @@ impl Wgpu {
                 first.get_or_insert_with(|| error.to_string());
             }
         }));
+        // The loss explains every error after it, so it replaces whichever came first.
+        let sink = Arc::clone(&device_error);
+        device.set_device_lost_callback(move |reason, message| {
+            let lost = format!("the GPU device was lost ({reason:?}) {message}");
+            log::error!("wgpu: {lost}");
+            if let Ok(mut first) = sink.lock() {
+                *first = Some(lost.trim_end().to_string());
+            }
+        });
         let pipelines = Pipelines::build(&device)?;
         let limits = device.limits();
         let binding_limit = limits
@@ -108,7 +138,8 @@ impl Wgpu {
             adapter: info,
             pipelines,
             binding_limit,
-            resident_weight_bytes: 0.into(),
+            allocated_bytes: 0.into(),
+            memory_limit,
             device_error,
             buffer_pool: Default::default(),
             rope_tables: Mutex::new(Default::default()),
@@ -131,6 +162,11 @@ impl Wgpu {
     /// Submits the recorded work without waiting for it.
     pub fn flush(&self) -> Result<(), GpuError> {
         self.recorder.flush()
+    }
+
+    /// The device, e.g. to share it or (tests) to destroy it and see a lost device reported.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
     }
 
     /// Fails with the first error wgpu reported asynchronously, if any.
