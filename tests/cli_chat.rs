@@ -1,9 +1,11 @@
 //! `qwen35 chat` driven through its stdin on the tiny fixture: what happens when the context
-//! fills up.
+//! fills up, and Ctrl-C (SIGINT) during a reply and during the load.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 const CTX: &str = "120";
 const SYSTEM: &str = "Be brief.";
@@ -116,4 +118,112 @@ fn a_turn_that_does_not_fit_is_offered_a_fresh_context() {
     let fresh = chat(&format!("{long}\n"), 40);
     let (out, fresh) = (text(&out.stdout), text(&fresh.stdout));
     assert!(out.ends_with(&fresh), "{out:?} vs {fresh:?}");
+}
+
+/// Sends SIGINT, as Ctrl-C in a terminal does.
+fn interrupt(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+}
+
+/// Collects a pipe's output on a thread, so the test can wait for a given text.
+struct Collected(Arc<Mutex<Vec<u8>>>);
+
+impl Collected {
+    fn from(mut pipe: impl Read + Send + 'static) -> Collected {
+        let bytes = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&bytes);
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+                sink.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+        });
+        Collected(bytes)
+    }
+
+    fn text(&self) -> String {
+        text(&self.0.lock().unwrap())
+    }
+
+    /// Waits until `done` holds for the text so far (at most 60 s).
+    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !done(&self.text()) {
+            assert!(Instant::now() < deadline, "no {what} in: {}", self.text());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Ctrl-C during a reply stops that reply; the session goes on and answers the next message.
+#[test]
+fn ctrl_c_stops_the_reply_and_keeps_the_session() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-q8_0.gguf");
+    // A reply of up to 30,000 tokens (the fixture never ends one itself): minutes unless stopped.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_qwen35"))
+        .arg("chat")
+        .arg("-m")
+        .arg(fixture)
+        .args(["--ctx", "32768", "-n", "30000", "--temp", "0", "--no-think"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("qwen35 starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = Collected::from(child.stdout.take().unwrap());
+    let stderr = Collected::from(child.stderr.take().unwrap());
+    for (turn, message) in ["hello\n", "and again\n"].into_iter().enumerate() {
+        let shown = stdout.text().len();
+        stdin.write_all(message.as_bytes()).unwrap();
+        stdout.wait_for("reply", |out| out.len() > shown + 16);
+        interrupt(&child);
+        stderr.wait_for("stop notice", |err| {
+            err.matches("(stopped)").count() == turn + 1
+        });
+    }
+    stdin.write_all(b"/quit\n").unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}: {}", stderr.text());
+}
+
+/// Ctrl-C while the model loads (here: opening a FIFO that nobody writes, so the load cannot
+/// finish first) exits with 130 and says so.
+#[test]
+fn ctrl_c_during_the_load_exits_with_a_message() {
+    let dir = std::env::temp_dir().join(format!("qwen35-chat-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("model.gguf");
+    let _ = std::fs::remove_file(&fifo);
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_qwen35"))
+        .arg("chat")
+        .arg("-m")
+        .arg(&fifo)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("qwen35 starts");
+    let stderr = Collected::from(child.stderr.take().unwrap());
+    stderr.wait_for("loading line", |err| err.contains("loading "));
+    interrupt(&child);
+    let status = child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(status.code(), Some(130), "{}", stderr.text());
+    assert!(
+        stderr
+            .text()
+            .contains("interrupted while loading the model"),
+        "{}",
+        stderr.text()
+    );
 }
