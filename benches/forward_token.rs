@@ -24,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut engine = load_engine(Arc::new(file?), BackendKind::Cpu, threads, 64)?;
     engine.eval(&[1, 2, 3, 4, 5, 6, 7, 8], false)?;
-    let state = engine.snapshot();
+    let state = engine.snapshot()?;
     // Once outside the loop, so a failure is reported rather than timed.
     engine.restore(&state)?;
     engine.eval(&[9], false)?;

@@ -10,8 +10,24 @@ fn main() -> ExitCode {
     match cli::run(cli::Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", describe(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes joined by ": ", leaving out a cause whose message the one before it
+/// already ends with (typed errors that print their source).
+fn describe(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let message = cause.to_string();
+        if !text.ends_with(&message) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&message);
+        }
+    }
+    text
 }

@@ -318,7 +318,7 @@ fn token_by_token_equals_one_shot_prefill_at_every_position() {
 fn snapshot_restore_replays_bit_identically() {
     let mut e = engine(GgmlType::Q8_0);
     let first = e.eval(&PROMPT[..5], false).unwrap();
-    let snap = e.snapshot();
+    let snap = e.snapshot().unwrap();
     assert_eq!(snap.position(), 5);
     let generate = |e: &mut Box<dyn Engine>| {
         let mut logits = first.clone();
@@ -340,7 +340,7 @@ fn snapshot_restore_replays_bit_identically() {
     e.reset();
     assert_eq!(e.position(), 0);
     assert_eq!(e.eval(&PROMPT[..5], false).unwrap(), first);
-    assert_eq!(e.snapshot(), snap);
+    assert_eq!(e.snapshot().unwrap(), snap);
 }
 
 #[test]
@@ -348,13 +348,13 @@ fn context_full_leaves_state_untouched() {
     let mut e = Synth::new(GgmlType::F32).engine(8).unwrap();
     assert_eq!(e.context_len(), 8);
     e.eval(&PROMPT[..6], false).unwrap();
-    let before = e.snapshot();
+    let before = e.snapshot().unwrap();
     match e.eval(&PROMPT[6..9], false) {
         Err(ModelError::ContextFull { needed: 9, ctx: 8 }) => {}
         other => panic!("expected ContextFull, got {other:?}"),
     }
     assert_eq!(e.position(), 6);
-    assert_eq!(e.snapshot(), before);
+    assert_eq!(e.snapshot().unwrap(), before);
     let fits = e.eval(&PROMPT[6..8], false).unwrap();
     let reference = engine(GgmlType::F32).eval(&PROMPT[..8], false).unwrap();
     assert!(rel_diff(&fits, &reference) < 1e-5);

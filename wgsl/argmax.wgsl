@@ -10,7 +10,7 @@ struct Params {
     indexed: u32,
 }
 
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> values: array<f32>;
 @group(0) @binding(2) var<storage, read> indices: array<f32>;
 @group(0) @binding(3) var<storage, read_write> best_values: array<f32>;

@@ -21,7 +21,7 @@ struct Params {
     gated: u32,
 }
 
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> k_new: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<f32>>;

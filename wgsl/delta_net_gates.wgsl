@@ -5,7 +5,7 @@ struct Params {
     heads: u32,
 }
 
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> alpha: array<f32>;
 @group(0) @binding(2) var<storage, read> beta: array<f32>;
 @group(0) @binding(3) var<storage, read> ssm_a: array<f32>;

@@ -20,7 +20,7 @@ struct Params {
     eps: f32,
 }
 
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
 @compute @workgroup_size(WG)

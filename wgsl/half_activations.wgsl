@@ -9,7 +9,7 @@ struct Params {
     padded_cols: u32,
 }
 
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> halves: array<u32>;
 

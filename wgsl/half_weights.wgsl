@@ -18,7 +18,7 @@ struct Params {
     _pad1: u32,
 }
 
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read_write> halves: array<u32>;
 

@@ -13,7 +13,7 @@ struct Params {
     _pad2: u32,
 }
 
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> inv_freq: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;

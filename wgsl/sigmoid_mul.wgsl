@@ -4,7 +4,7 @@ struct Params {
     n: u32,
 }
 
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> gate: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;

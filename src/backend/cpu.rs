@@ -15,6 +15,8 @@ pub struct CpuBackend {
     pool: rayon::ThreadPool,
     mode: CpuMode,
     profiler: Profiler,
+    /// A `zeros` the allocator refused (the trait's `zeros` cannot fail); see `status`.
+    allocation_failure: std::sync::Mutex<Option<String>>,
 }
 
 /// How matmuls treat activations.
@@ -86,6 +88,7 @@ impl CpuBackend {
             pool,
             mode,
             profiler: Profiler::default(),
+            allocation_failure: Default::default(),
         })
     }
 
@@ -356,6 +359,24 @@ impl CpuBackend {
     }
 }
 
+/// `len` zeros, or None when the allocator refuses. The memory comes zeroed from the allocator
+/// and is not written here, so (as with `vec![0.0; len]`) a KV cache costs resident memory only
+/// as it fills.
+fn zeroed(len: usize) -> Option<Vec<f32>> {
+    if len == 0 {
+        return Some(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<f32>(len).ok()?;
+    // SAFETY: the layout has a non-zero size.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: allocated by the global allocator with the layout of `len` f32s (the one a Vec of
+    // capacity `len` frees with), and all-zero bytes are the f32 0.0.
+    Some(unsafe { Vec::from_raw_parts(ptr.cast::<f32>(), len, len) })
+}
+
 impl Backend for CpuBackend {
     type Tensor = CpuTensor;
     type Weight = CpuWeight;
@@ -405,12 +426,21 @@ impl Backend for CpuBackend {
         })
     }
 
+    /// A size the allocator refuses (a huge context) gives an empty tensor and is reported by
+    /// `status`, instead of aborting the process.
     fn zeros(&self, rows: usize, cols: usize) -> CpuTensor {
-        CpuTensor {
-            rows,
-            cols,
-            data: vec![0.0; rows * cols],
-        }
+        let len = rows.saturating_mul(cols);
+        let data = zeroed(len).unwrap_or_else(|| {
+            let failure = format!(
+                "out of memory: a {rows}×{cols} f32 tensor needs {} bytes",
+                len as u128 * 4
+            );
+            if let Ok(mut first) = self.allocation_failure.lock() {
+                first.get_or_insert(failure);
+            }
+            Vec::new()
+        });
+        CpuTensor { rows, cols, data }
     }
 
     fn dims(&self, x: &CpuTensor) -> (usize, usize) {
@@ -944,6 +974,15 @@ impl Backend for CpuBackend {
                 })
             },
         )
+    }
+
+    fn status(&self) -> Result<(), BackendError> {
+        match self.allocation_failure.lock() {
+            Ok(first) => first
+                .clone()
+                .map_or(Ok(()), |e| Err(BackendError::Device(e))),
+            Err(_) => Err(BackendError::Device("allocation record poisoned".into())),
+        }
     }
 
     fn set_profiling(&self, on: bool) {

@@ -28,6 +28,9 @@ pub enum BackendError {
     },
     #[error("embedding: token {token} is outside the vocabulary of {vocab}")]
     TokenOutOfRange { token: u32, vocab: usize },
+    /// The device failed: out of memory, lost, or a readback that did not complete.
+    #[error("{0}")]
+    Device(String),
 }
 
 /// Head geometry of gated full attention (§4).
@@ -419,6 +422,12 @@ pub trait Backend: Send + Sync {
         w: &Self::Tensor,
         eps: f32,
     ) -> Result<Self::Tensor, BackendError>;
+
+    /// The failure that stopped the backend, if any. Ops that cannot return one (`zeros`,
+    /// `read_rows`) leave it here: a device that ran out of memory or was lost.
+    fn status(&self) -> Result<(), BackendError> {
+        Ok(())
+    }
 
     /// Turns per-op-class timing on or off (off costs nothing).
     fn set_profiling(&self, _on: bool) {}

@@ -1,14 +1,18 @@
 //! `qwen35 chat`: interactive multi-turn ChatML chat. The model state is kept between turns, so
-//! each turn prefills only its own new tokens; Ctrl-C stops a reply, not the session.
+//! each turn prefills only its own new tokens. Ctrl-C stops a reply, not the session; during
+//! the load, or at the prompt, it leaves with status 130. When the context fills up the user
+//! chooses between a fresh context (the system prompt is kept and prefilled again) and stopping.
 
 use super::generate::{generate, Limits, StopReason};
 use super::{load, EngineArgs, SamplingArgs};
 use anyhow::Context;
 use clap::Args;
 use qwen35::chat::{render_prompt, render_turn, Message, Role};
+use qwen35::model::Engine;
 use qwen35::sample::Sampler;
+use qwen35::tokenizer::Tokenizer;
 use std::io::{BufRead, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 
 #[derive(Args)]
@@ -34,48 +38,144 @@ pub struct ChatArgs {
     n_predict: usize,
 }
 
-/// Whether a reply is being generated; decides what Ctrl-C does.
+/// Exit status after Ctrl-C outside a reply (128 + SIGINT, as shells report it).
+const INTERRUPTED_STATUS: i32 = 130;
+
+/// What the session is doing, which decides what Ctrl-C does.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Phase {
+    Loading,
+    Prompting,
+    Replying,
+}
+
 struct Interrupt {
-    generating: AtomicBool,
-    requested: AtomicBool,
+    phase: AtomicU8,
+    /// Set by Ctrl-C during a reply; the generation loop stops at the next token.
+    stop_reply: AtomicBool,
+}
+
+impl Interrupt {
+    /// Installs the Ctrl-C handler; the session starts in the loading phase.
+    fn install() -> anyhow::Result<Arc<Interrupt>> {
+        let interrupt = Arc::new(Interrupt {
+            phase: AtomicU8::new(Phase::Loading as u8),
+            stop_reply: AtomicBool::new(false),
+        });
+        let handler_state = Arc::clone(&interrupt);
+        ctrlc::set_handler(move || {
+            let phase = handler_state.phase.load(Ordering::SeqCst);
+            if phase == Phase::Replying as u8 {
+                handler_state.stop_reply.store(true, Ordering::SeqCst);
+                return;
+            }
+            if phase == Phase::Loading as u8 {
+                eprintln!("\ninterrupted while loading the model");
+            } else {
+                eprintln!();
+            }
+            std::process::exit(INTERRUPTED_STATUS);
+        })
+        .context("installing the Ctrl-C handler")?;
+        Ok(interrupt)
+    }
+
+    fn enter(&self, phase: Phase) {
+        if phase == Phase::Replying {
+            self.stop_reply.store(false, Ordering::SeqCst);
+        }
+        self.phase.store(phase as u8, Ordering::SeqCst);
+    }
+}
+
+/// One conversation in the model's context.
+struct Conversation {
+    engine: Box<dyn Engine>,
+    tokenizer: Tokenizer,
+    system: Option<String>,
+    thinking: bool,
+    /// The tokens the repeat penalty may look at.
+    history: Vec<u32>,
+    /// Tokens that close the previous reply and must precede the next turn.
+    pending: Vec<u32>,
+}
+
+impl Conversation {
+    /// The tokens that ask `line`: the system prompt and the message in an empty context, else
+    /// the close of the last reply and the next turn.
+    fn prompt_for(&self, line: &str) -> anyhow::Result<Vec<u32>> {
+        if self.engine.position() == 0 {
+            let mut messages = Vec::new();
+            if let Some(system) = &self.system {
+                messages.push(Message::new(Role::System, system.clone()));
+            }
+            messages.push(Message::new(Role::User, line));
+            return Ok(self
+                .tokenizer
+                .encode(&render_prompt(&messages, self.thinking), true)?);
+        }
+        let mut prompt = self.pending.clone();
+        prompt.extend(
+            self.tokenizer
+                .encode(&render_turn(line, self.thinking), true)?,
+        );
+        Ok(prompt)
+    }
+
+    /// Whether `prompt` fits with room for at least one reply token.
+    fn fits(&self, prompt: &[u32]) -> bool {
+        self.engine.position() + prompt.len() < self.engine.context_len()
+    }
+
+    /// An empty context; the next turn prefills the system prompt again.
+    fn start_fresh(&mut self) {
+        self.engine.reset();
+        self.history.clear();
+        self.pending.clear();
+    }
+
+    fn context_report(&self) -> String {
+        format!(
+            "{} of {} positions used",
+            self.engine.position(),
+            self.engine.context_len()
+        )
+    }
 }
 
 pub fn run(args: ChatArgs) -> anyhow::Result<()> {
-    let thinking = !args.no_think;
-    let (tokenizer, mut engine) = load(&args.engine)?;
+    let interrupt = Interrupt::install()?;
+    eprintln!(
+        "loading {} on {}",
+        args.engine.model.display(),
+        args.engine.backend
+    );
+    let (tokenizer, engine) = load(&args.engine)?;
     let im_end = tokenizer
         .id_of("<|im_end|>")
         .context("the vocabulary has no <|im_end|> token, so it cannot chat in ChatML")?;
-
-    let interrupt = Arc::new(Interrupt {
-        generating: AtomicBool::new(false),
-        requested: AtomicBool::new(false),
-    });
-    let handler_state = Arc::clone(&interrupt);
-    ctrlc::set_handler(move || {
-        if handler_state.generating.load(Ordering::SeqCst) {
-            handler_state.requested.store(true, Ordering::SeqCst);
-        } else {
-            eprintln!();
-            std::process::exit(130);
-        }
-    })
-    .context("installing the Ctrl-C handler")?;
+    let mut chat = Conversation {
+        engine,
+        tokenizer,
+        system: args.system.clone(),
+        thinking: !args.no_think,
+        history: Vec::new(),
+        pending: Vec::new(),
+    };
 
     let mut sampler = Sampler::new(args.sampling.config());
-    let mut history: Vec<u32> = Vec::new();
-    // Tokens that close the previous reply and must precede the next turn.
-    let mut pending: Vec<u32> = Vec::new();
     eprintln!(
         "chat: thinking {}; /reset starts over, /quit or Ctrl-D leaves, Ctrl-C stops a reply",
-        if thinking { "on" } else { "off" }
+        if chat.thinking { "on" } else { "off" }
     );
-    let stdin = std::io::stdin();
+    let mut input = std::io::stdin().lock();
     let mut stdout = std::io::stdout();
     loop {
+        interrupt.enter(Phase::Prompting);
         eprint!("> ");
         let mut line = String::new();
-        if stdin.lock().read_line(&mut line)? == 0 {
+        if input.read_line(&mut line)? == 0 {
             break;
         }
         let line = line.trim_end_matches(['\r', '\n']);
@@ -83,81 +183,98 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
             "" => continue,
             "/quit" | "/exit" => break,
             "/reset" => {
-                engine.reset();
-                history.clear();
-                pending.clear();
+                chat.start_fresh();
                 eprintln!("(conversation reset)");
                 continue;
             }
             _ => {}
         }
 
-        let text = if engine.position() == 0 {
-            let mut messages = Vec::new();
-            if let Some(system) = &args.system {
-                messages.push(Message {
-                    role: Role::System,
-                    content: system.clone(),
-                });
-            }
-            messages.push(Message {
-                role: Role::User,
-                content: line.to_string(),
-            });
-            render_prompt(&messages, thinking)
-        } else {
-            render_turn(line, thinking)
-        };
-        let mut prompt = std::mem::take(&mut pending);
-        prompt.extend(tokenizer.encode(&text, true)?);
-        if engine.position() + prompt.len() >= engine.context_len() {
+        let mut prompt = chat.prompt_for(line)?;
+        if !chat.fits(&prompt) && chat.engine.position() > 0 {
             eprintln!(
-                "(the context is full: {} of {} positions used; /reset to start a new conversation)",
-                engine.position(),
-                engine.context_len()
+                "(the context is full: {}, and this turn needs {} more)",
+                chat.context_report(),
+                prompt.len()
+            );
+            if !wants_fresh_context(&mut input)? {
+                break;
+            }
+            chat.start_fresh();
+            prompt = chat.prompt_for(line)?;
+        }
+        if !chat.fits(&prompt) {
+            eprintln!(
+                "(this message needs {} tokens with the system prompt and leaves no room for a \
+                 reply in a context of {}; send a shorter one or raise --ctx)",
+                prompt.len(),
+                chat.engine.context_len()
             );
             continue;
         }
 
-        let mut display = ReplyDisplay::new(thinking, args.hide_thinking);
-        interrupt.requested.store(false, Ordering::SeqCst);
-        interrupt.generating.store(true, Ordering::SeqCst);
+        let mut display = ReplyDisplay::new(chat.thinking, args.hide_thinking);
+        interrupt.enter(Phase::Replying);
         let result = generate(
-            engine.as_mut(),
-            &tokenizer,
+            chat.engine.as_mut(),
+            &chat.tokenizer,
             &mut sampler,
             &prompt,
-            &mut history,
+            &mut chat.history,
             Limits {
                 max_new_tokens: args.n_predict,
-                interrupt: &interrupt.requested,
+                interrupt: &interrupt.stop_reply,
             },
             |piece| {
                 let _ = stdout.write_all(display.filter(piece).as_bytes());
                 let _ = stdout.flush();
             },
         );
-        interrupt.generating.store(false, Ordering::SeqCst);
+        interrupt.enter(Phase::Prompting);
         let generation = result?;
         println!();
+        log::info!("{}", generation.speed_report());
         match generation.stop {
             StopReason::Interrupted => eprintln!("(stopped)"),
-            StopReason::ContextFull => {
-                eprintln!("(the context is full; /reset to start a new conversation)")
-            }
             StopReason::Budget => eprintln!("(reply cut at {} tokens)", args.n_predict),
             StopReason::EndOfGeneration(_) => {}
+            StopReason::ContextFull => {
+                eprintln!(
+                    "(the context is full: {}; the reply was cut there)",
+                    chat.context_report()
+                );
+                if !wants_fresh_context(&mut input)? {
+                    break;
+                }
+                chat.start_fresh();
+                eprintln!("(fresh context; the next message starts it)");
+                continue;
+            }
         }
-        log::info!("{}", generation.speed_report());
         // Close the reply with <|im_end|> in the model's state, whatever stopped it.
-        pending.extend(
-            generation
-                .unfed
-                .filter(|t| !tokenizer.eos_ids().contains(t)),
-        );
-        pending.push(im_end);
+        let eos_ids = chat.tokenizer.eos_ids();
+        let unfed = generation.unfed.filter(|t| !eos_ids.contains(t));
+        chat.pending.extend(unfed);
+        chat.pending.push(im_end);
     }
     Ok(())
+}
+
+/// Asks whether to go on in a fresh context or stop; end of input means stop.
+fn wants_fresh_context(input: &mut impl BufRead) -> anyhow::Result<bool> {
+    loop {
+        eprint!("continue in a fresh context with the system prompt [c], or stop [s]? ");
+        let mut answer = String::new();
+        if input.read_line(&mut answer)? == 0 {
+            eprintln!();
+            return Ok(false);
+        }
+        match answer.trim().to_ascii_lowercase().as_str() {
+            "c" | "continue" => return Ok(true),
+            "s" | "stop" => return Ok(false),
+            _ => {}
+        }
+    }
 }
 
 /// Hides the reasoning block from the stream when asked to.

@@ -77,7 +77,8 @@ pub trait Engine: Send {
     ) -> Result<Vec<u32>, ModelError>;
     /// Back to an empty sequence.
     fn reset(&mut self);
-    fn snapshot(&self) -> Snapshot;
+    /// A host copy of the state; fails only when the backend cannot read it back.
+    fn snapshot(&self) -> Result<Snapshot, ModelError>;
     fn restore(&mut self, snapshot: &Snapshot) -> Result<(), ModelError>;
     /// Turns the backend's per-op-class timing on or off.
     fn set_profiling(&mut self, on: bool);
@@ -155,6 +156,9 @@ impl<B: Backend> Session<B> {
             return Err(ModelError::ContextTooLarge { ctx });
         }
         let state = State::new(&backend, &config, ctx);
+        backend
+            .status()
+            .map_err(|source| ModelError::StateAllocation { ctx, source })?;
         Ok(Session {
             backend,
             config,
@@ -234,7 +238,9 @@ impl<B: Backend> Engine for Session<B> {
         self.check_input(tokens.len(), tokens)?;
         let logits = self.forward(Tokens::Host(tokens), all_logits)?;
         let rows = self.backend.dims(&logits).0;
-        Ok(self.backend.read_rows(&logits, 0, rows))
+        let logits = self.backend.read_rows(&logits, 0, rows);
+        self.backend.status()?;
+        Ok(logits)
     }
 
     fn decode_greedy(
@@ -278,8 +284,10 @@ impl<B: Backend> Engine for Session<B> {
         self.state.reset(&self.backend);
     }
 
-    fn snapshot(&self) -> Snapshot {
-        self.state.snapshot(&self.backend)
+    fn snapshot(&self) -> Result<Snapshot, ModelError> {
+        let snapshot = self.state.snapshot(&self.backend);
+        self.backend.status()?;
+        Ok(snapshot)
     }
 
     fn restore(&mut self, snapshot: &Snapshot) -> Result<(), ModelError> {

@@ -56,6 +56,12 @@ pub enum ModelError {
     ContextFull { needed: usize, ctx: usize },
     #[error("a context of {ctx} tokens cannot be allocated")]
     ContextTooLarge { ctx: usize },
+    #[error("allocating the state for a context of {ctx} tokens: {source}")]
+    StateAllocation {
+        ctx: usize,
+        #[source]
+        source: BackendError,
+    },
     #[error("no tokens to evaluate")]
     EmptyInput,
     #[error("token {token} is outside the vocabulary of {vocab}")]

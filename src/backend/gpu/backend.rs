@@ -10,18 +10,15 @@ use crate::backend::{
 use crate::gguf::{GgufFile, TensorInfo};
 
 impl GpuError {
-    /// The trait's error for a failure of `op`. Device-level failures (no memory, a lost
-    /// device, a failed readback) have no variant of their own there and keep their message.
+    /// The trait's error for a failure of `op`; the device's own failures (no memory, a lost
+    /// device, a failed readback) keep their message.
     fn into_backend(self, op: &'static str) -> BackendError {
         match self {
             GpuError::Shape { op, detail } => BackendError::Shape { op, detail },
             GpuError::TokenOutOfRange { token, vocab } => {
                 BackendError::TokenOutOfRange { token, vocab }
             }
-            other => BackendError::Shape {
-                op,
-                detail: other.to_string(),
-            },
+            other => BackendError::Device(format!("{op}: {other}")),
         }
     }
 }
@@ -323,6 +320,13 @@ impl Backend for Wgpu {
         eps: f32,
     ) -> Result<GpuTensor, BackendError> {
         Wgpu::gated_rms_norm(self, x, z, w, eps).map_err(|e| e.into_backend("gated_rms_norm"))
+    }
+
+    fn status(&self) -> Result<(), BackendError> {
+        match self.check_device() {
+            Err(GpuError::Device(first)) => Err(BackendError::Device(first)),
+            other => other.map_err(|e| e.into_backend("device")),
+        }
     }
 
     fn set_profiling(&self, on: bool) {

@@ -21,14 +21,19 @@ pub enum GpuError {
         limit: u64,
     },
     #[error(
-        "weight {tensor}: the GPU is out of memory uploading {needed} bytes \
-         ({resident} bytes of weights already resident)"
+        "the GPU is out of memory: {what} needs {needed} bytes and {allocated} bytes are \
+         already allocated{}",
+        limit.map(|l| format!(" of the {l} allowed by {}", super::MEMORY_LIMIT_VAR)).unwrap_or_default()
     )]
     OutOfMemory {
-        tensor: String,
+        what: String,
         needed: u64,
-        resident: u64,
+        allocated: u64,
+        /// The cap set by [`super::MEMORY_LIMIT_VAR`], when one was.
+        limit: Option<u64>,
     },
+    #[error("{var}={value:?} is not a number of bytes")]
+    BadMemoryLimit { var: &'static str, value: String },
     #[error("embedding: token {token} is outside the vocabulary of {vocab}")]
     TokenOutOfRange { token: u32, vocab: usize },
     #[error("GPU device error: {0}")]

@@ -8,8 +8,6 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use wgpu::util::DeviceExt;
-
 use super::kernels::WeightFormat;
 use super::{GpuError, Wgpu};
 use crate::quant::{row_bytes, GgmlType};
@@ -146,19 +144,13 @@ impl Wgpu {
                 detail: format!("{rows}×{cols} from {} values", data.len()),
             });
         }
-        self.tensor_bytes("upload", rows, cols)?;
-        let contents: &[u8] = if data.is_empty() {
-            &[0; 4]
-        } else {
-            bytemuck::cast_slice(data)
-        };
-        let buffer = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("tensor"),
-                contents,
-                usage: TENSOR_USAGE,
-            });
+        let bytes = self.tensor_bytes("upload", rows, cols)?;
+        let buffer = self.allocate("an uploaded tensor", padded_size(bytes), TENSOR_USAGE)?;
+        if !data.is_empty() {
+            self.recorder
+                .queue()
+                .write_buffer(&buffer, 0, bytemuck::cast_slice(data));
+        }
         Ok(GpuTensor {
             rows,
             cols,
@@ -170,27 +162,58 @@ impl Wgpu {
     /// A zero matrix in a new buffer (wgpu clears new buffers).
     pub fn zeros(&self, rows: usize, cols: usize) -> Result<GpuTensor, GpuError> {
         let bytes = self.tensor_bytes("zeros", rows, cols)?;
-        Ok(self.pooled_tensor(rows, cols, self.new_buffer(BufferPool::size_class(bytes))))
+        let buffer = self.new_buffer(BufferPool::size_class(bytes))?;
+        Ok(self.pooled_tensor(rows, cols, buffer))
     }
 
     /// A matrix of unspecified values for an op to overwrite entirely: a recycled buffer when
     /// one of its size class is free.
     pub(crate) fn output(&self, rows: usize, cols: usize) -> Result<GpuTensor, GpuError> {
         let class = BufferPool::size_class(self.tensor_bytes("output", rows, cols)?);
-        let buffer = self
-            .buffer_pool
-            .take(class)
-            .unwrap_or_else(|| self.new_buffer(class));
+        let buffer = match self.buffer_pool.take(class) {
+            Some(buffer) => buffer,
+            None => self.new_buffer(class)?,
+        };
         Ok(self.pooled_tensor(rows, cols, buffer))
     }
 
-    fn new_buffer(&self, size: u64) -> wgpu::Buffer {
-        self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("tensor"),
+    fn new_buffer(&self, size: u64) -> Result<wgpu::Buffer, GpuError> {
+        self.allocate("a tensor", size, TENSOR_USAGE)
+    }
+
+    /// A new buffer of `size` bytes, or out of memory (named as `what`) when the device or the
+    /// memory limit refuses it.
+    fn allocate(
+        &self,
+        what: &str,
+        size: u64,
+        usage: wgpu::BufferUsages,
+    ) -> Result<wgpu::Buffer, GpuError> {
+        let allocated = self.allocated_bytes.load(Ordering::Relaxed);
+        let out_of_memory = || GpuError::OutOfMemory {
+            what: what.into(),
+            needed: size,
+            allocated,
+            limit: self.memory_limit,
+        };
+        if self
+            .memory_limit
+            .is_some_and(|limit| allocated.saturating_add(size) > limit)
+        {
+            return Err(out_of_memory());
+        }
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(what),
             size,
-            usage: TENSOR_USAGE,
+            usage,
             mapped_at_creation: false,
-        })
+        });
+        if pollster::block_on(scope.pop()).is_some() {
+            return Err(out_of_memory());
+        }
+        self.allocated_bytes.fetch_add(size, Ordering::Relaxed);
+        Ok(buffer)
     }
 
     fn pooled_tensor(&self, rows: usize, cols: usize, buffer: wgpu::Buffer) -> GpuTensor {
@@ -234,8 +257,14 @@ impl Wgpu {
         }
         let offset = (start * x.cols * 4) as u64;
         let size = ((end - start) * x.cols * 4) as u64;
-        let bytes = self.recorder.read(&x.buffer, offset, size)?;
+        // A device error reported meanwhile (out of memory, a lost device) is the cause of a
+        // failed readback, so it comes first; wgpu reports a loss at the next poll.
+        let bytes = self.recorder.read(&x.buffer, offset, size);
+        if bytes.is_err() {
+            let _ = self.device.poll(wgpu::PollType::Poll);
+        }
         self.check_device()?;
+        let bytes = bytes?;
         Ok(bytes
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -344,21 +373,11 @@ impl Wgpu {
     }
 
     fn upload_weight_part(&self, name: &str, bytes: &[u8]) -> Result<wgpu::Buffer, GpuError> {
-        let needed = padded_size(bytes.len() as u64);
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(name),
-            size: needed,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        if pollster::block_on(scope.pop()).is_some() {
-            return Err(GpuError::OutOfMemory {
-                tensor: name.into(),
-                needed,
-                resident: self.resident_weight_bytes.load(Ordering::Relaxed),
-            });
-        }
+        let buffer = self.allocate(
+            &format!("weight {name}"),
+            padded_size(bytes.len() as u64),
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        )?;
         // Whole words only: the tail of an odd-sized part goes in through a padded copy.
         let whole = bytes.len() / 4 * 4;
         let queue = self.recorder.queue();
@@ -371,8 +390,6 @@ impl Wgpu {
         // Submitting hands the staged bytes to the device now instead of holding every weight
         // of the model in staging memory until the first forward.
         queue.submit([]);
-        self.resident_weight_bytes
-            .fetch_add(needed, Ordering::Relaxed);
         Ok(buffer)
     }
 }

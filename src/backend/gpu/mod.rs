@@ -24,6 +24,11 @@ use kernels::Pipelines;
 pub(crate) use recorder::Program;
 use recorder::{Binding, Recorder};
 
+/// The environment variable that caps the bytes the backend allocates on the device: an
+/// allocation past it fails as out of memory, as one past the device's memory does (to share a
+/// GPU with other programs, and to test running out without filling a real device).
+pub const MEMORY_LIMIT_VAR: &str = "QWEN35_GPU_MEMORY_LIMIT";
+
 /// The device, its pipelines and the recorder of the current forward.
 pub struct Wgpu {
     device: wgpu::Device,
@@ -32,8 +37,10 @@ pub struct Wgpu {
     recorder: Recorder,
     /// Bytes one storage binding may span on this device.
     binding_limit: u64,
-    /// Weight bytes uploaded so far, for out-of-memory reports.
-    resident_weight_bytes: std::sync::atomic::AtomicU64,
+    /// Device bytes allocated so far (weights, tensors; pooled buffers are never freed).
+    allocated_bytes: std::sync::atomic::AtomicU64,
+    /// A cap on `allocated_bytes` below the device's own ([`MEMORY_LIMIT_VAR`]).
+    memory_limit: Option<u64>,
     /// The first error wgpu reported outside an error scope; every later op fails with it.
     device_error: Arc<Mutex<Option<String>>>,
     /// Freed activation buffers, reused by later op outputs.
@@ -64,6 +71,20 @@ impl Wgpu {
     }
 
     fn open(subgroups: bool, backends: Option<wgpu::Backends>) -> Result<Wgpu, GpuError> {
+        let memory_limit = match std::env::var(MEMORY_LIMIT_VAR) {
+            Ok(bytes) => {
+                Some(
+                    bytes
+                        .trim()
+                        .parse::<u64>()
+                        .map_err(|_| GpuError::BadMemoryLimit {
+                            var: MEMORY_LIMIT_VAR,
+                            value: bytes.clone(),
+                        })?,
+                )
+            }
+            Err(_) => None,
+        };
         let mut instance_desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
         if let Some(backends) = backends {
             instance_desc.backends = backends;
@@ -118,6 +139,15 @@ impl Wgpu {
                 first.get_or_insert_with(|| error.to_string());
             }
         }));
+        // The loss explains every error after it, so it replaces whichever came first.
+        let sink = Arc::clone(&device_error);
+        device.set_device_lost_callback(move |reason, message| {
+            let lost = format!("the GPU device was lost ({reason:?}) {message}");
+            log::error!("wgpu: {lost}");
+            if let Ok(mut first) = sink.lock() {
+                *first = Some(lost.trim_end().to_string());
+            }
+        });
         let mut pipelines = Pipelines::build(&device)?;
         let cooperative = cooperative && cooperative::add_pipelines(&mut pipelines, &device);
         let limits = device.limits();
@@ -136,7 +166,8 @@ impl Wgpu {
             adapter: info,
             pipelines,
             binding_limit,
-            resident_weight_bytes: 0.into(),
+            allocated_bytes: 0.into(),
+            memory_limit,
             device_error,
             buffer_pool: Default::default(),
             rope_tables: Mutex::new(Default::default()),
@@ -166,7 +197,8 @@ impl Wgpu {
         self.recorder.flush()
     }
 
-    pub(crate) fn device(&self) -> &wgpu::Device {
+    /// The device, e.g. to share it or (tests) to destroy it and see a lost device reported.
+    pub fn device(&self) -> &wgpu::Device {
         &self.device
     }
 

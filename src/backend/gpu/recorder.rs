@@ -3,11 +3,15 @@
 //! [`DISPATCHES_PER_SUBMIT`]-th dispatch, so that the GPU runs the start of a forward while the
 //! CPU still records the rest.
 //!
-//! Kernel parameters (sizes, offsets, eps) are tiny uniform structs. Each dispatch takes the next
-//! slot of a host-side staging area; the slots are written to their uniform buffers once, right
-//! before the submit that uses them. A forward records the same sequence of (kernel, parameter
-//! slot, buffers) every token — the buffer pool hands out the same buffers in the same order — so
+//! Kernel parameters (sizes, offsets, eps) are tiny structs. Each dispatch takes the next slot of
+//! a host-side staging area; the slots are written to their buffers once, right before the submit
+//! that uses them. A forward records the same sequence of (kernel, parameter slot, buffers) every
+//! token — the buffer pool hands out the same buffers in the same order — so
 //! bind groups are cached by that key and built only on the first token.
+//!
+//! The parameters are bound as read-only storage, not as uniforms: Mesa 22's lavapipe specializes
+//! a shader on the uniform values that bound its loops, compiling a new variant at every dispatch
+//! and never freeing it, which made decode slow and its memory grow without end.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -22,7 +26,7 @@ use crate::backend::BackendStats;
 
 /// The most u32 words a kernel's parameter struct has.
 const MAX_PARAM_WORDS: usize = 12;
-/// Parameter slots per uniform buffer.
+/// Parameter slots per parameter buffer.
 const SLOTS_PER_CHUNK: usize = 256;
 /// Dispatches per submit: more than a decode step of the largest model records, so that a step
 /// is one submit (greedy decoding keeps the GPU busy with the previous step meanwhile); a long
@@ -40,7 +44,7 @@ struct OpenPass {
     encoder: wgpu::CommandEncoder,
 }
 
-/// Uniform buffers for the parameters of the dispatches recorded since the last submit.
+/// Buffers for the parameters of the dispatches recorded since the last submit.
 struct ParamArena {
     slot_bytes: usize,
     chunks: Vec<wgpu::Buffer>,
@@ -49,8 +53,8 @@ struct ParamArena {
 }
 
 impl ParamArena {
-    fn new(min_uniform_offset_alignment: u32) -> ParamArena {
-        let align = (min_uniform_offset_alignment as usize).max(1);
+    fn new(min_offset_alignment: u32) -> ParamArena {
+        let align = (min_offset_alignment as usize).max(1);
         let slot_bytes = (MAX_PARAM_WORDS * 4).div_ceil(align) * align;
         ParamArena {
             slot_bytes,
@@ -68,7 +72,7 @@ impl ParamArena {
                 .push(device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some("kernel parameters"),
                     size: (SLOTS_PER_CHUNK * self.slot_bytes) as u64,
-                    usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 }));
         }
@@ -185,7 +189,7 @@ impl Recorder {
             state: Mutex::new(State {
                 open: None,
                 dispatches_in_pass: 0,
-                params: ParamArena::new(limits.min_uniform_buffer_offset_alignment),
+                params: ParamArena::new(limits.min_storage_buffer_offset_alignment),
                 bind_groups: HashMap::new(),
                 profiler: Profiler::new(&device, &queue),
             }),

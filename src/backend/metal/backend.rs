@@ -105,7 +105,8 @@ impl MslPipelines {
     }
 }
 
-/// Binding 0: the parameter struct; 1..: the kernel's buffers, read-only where it only reads.
+/// Binding 0: the parameter struct (read-only storage, as the recorder binds it for every
+/// kernel); 1..: the kernel's buffers, read-only where it only reads.
 fn pipeline_layout(device: &wgpu::Device, kernel: MslKernel) -> wgpu::PipelineLayout {
     let buffer = |binding: u32, ty: wgpu::BufferBindingType| wgpu::BindGroupLayoutEntry {
         binding,
@@ -117,7 +118,10 @@ fn pipeline_layout(device: &wgpu::Device, kernel: MslKernel) -> wgpu::PipelineLa
         },
         count: None,
     };
-    let mut entries = vec![buffer(0, wgpu::BufferBindingType::Uniform)];
+    let mut entries = vec![buffer(
+        0,
+        wgpu::BufferBindingType::Storage { read_only: true },
+    )];
     entries.extend(kernel.buffers().iter().zip(1..).map(|(access, binding)| {
         buffer(
             binding,
