@@ -41,7 +41,9 @@ fn greedy_step_dispatches<B: Backend>(engine: &mut Session<B>, prompt: &[u32]) -
         engine.eval(&[token], false).expect("eval");
     }
     engine.take_stats();
-    engine.decode_greedy(*last, 2, &mut |_| true).expect("decode");
+    engine
+        .decode_greedy(*last, 2, &mut |_| true)
+        .expect("decode");
     engine.take_stats().dispatches / 2
 }
 
@@ -104,7 +106,10 @@ fn msl_decode_step_takes_no_more_dispatches_than_wgpu() {
             panic!("QWEN35_REQUIRE_GPU=1 but no GPU: {e}")
         }
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "NOTICE: skipping the wgpu comparison: {e}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "NOTICE: skipping the wgpu comparison: {e}"
+            );
             None
         }
     };

@@ -564,9 +564,16 @@ fn fused_gemvs_against_matvec_and_add() {
             let sums = sim.tensor(1, rows, &acc);
             let (sg, su) = (sim.tensor(1, cols, &gate), sim.tensor(1, cols, &up));
             ops::swiglu_matmul_add(sim, &sg, &su, &w, &sums).expect("swiglu_matmul_add");
-            assert_close(&format!("swiglu_matmul_add {what}"), &sums.values(), &want_swiglu);
+            assert_close(
+                &format!("swiglu_matmul_add {what}"),
+                &sums.values(),
+                &want_swiglu,
+            );
             let wrong = sim.tensor(1, rows + 1, &vec![0.0; rows + 1]);
-            assert!(ops::matmul_add(sim, &su, &w, &wrong).is_err(), "{what}: shape");
+            assert!(
+                ops::matmul_add(sim, &su, &w, &wrong).is_err(),
+                "{what}: shape"
+            );
         });
     }
 }
@@ -621,7 +628,11 @@ fn gated_attention_against_cpu() {
         let eps = 1e-6;
         let ctx = pos0 + 3;
         let kv_cols = n_kv_head * head_dim;
-        let q_and_gate: Vec<f32> = rng.vec(2 * n_head * head_dim).iter().map(|v| v * 3.0).collect();
+        let q_and_gate: Vec<f32> = rng
+            .vec(2 * n_head * head_dim)
+            .iter()
+            .map(|v| v * 3.0)
+            .collect();
         let k = rng.vec(kv_cols);
         let v = rng.vec(kv_cols);
         let (q_norm, k_norm) = (rng.vec(head_dim), rng.vec(head_dim));
@@ -671,7 +682,10 @@ fn gated_attention_against_cpu() {
                 shape,
             )
             .expect("gated_attention");
-            let what = format!("gated_attention {shape:?} rope {rot} at {pos0} {:?}", sim.order);
+            let what = format!(
+                "gated_attention {shape:?} rope {rot} at {pos0} {:?}",
+                sim.order
+            );
             assert_close(&what, &out.values(), &want);
             assert_close(&format!("{what}: k cache"), &sk.values(), &want_k);
             assert_eq!(sv.values(), want_v, "{what}: v cache");
@@ -718,7 +732,11 @@ fn conv_qkv_norm_and_gated_delta_rule_against_cpu() {
         // Gates from raw projections across softplus's cut-over at 20.
         let alpha: Vec<f32> = rng.vec(n_v_head).iter().map(|v| v * 30.0).collect();
         let beta: Vec<f32> = rng.vec(n_v_head).iter().map(|v| v * 8.0).collect();
-        let ssm_a: Vec<f32> = rng.vec(n_v_head).iter().map(|v| -0.05 - 0.1 * v.abs()).collect();
+        let ssm_a: Vec<f32> = rng
+            .vec(n_v_head)
+            .iter()
+            .map(|v| -0.05 - 0.1 * v.abs())
+            .collect();
         let dt_bias = rng.vec(n_v_head);
         let state = rng.vec(n_v_head * k_dim * v_dim);
         let mut ds = cpu_tensor(&cpu, n_v_head, k_dim * v_dim, &state);
@@ -776,7 +794,11 @@ fn conv_qkv_norm_and_gated_delta_rule_against_cpu() {
             )
             .expect("gated_delta_rule");
             assert_close(&format!("gated_delta_rule {what}"), &out.values(), &want_o);
-            assert_close(&format!("gated_delta_rule state {what}"), &sd.values(), &want_state);
+            assert_close(
+                &format!("gated_delta_rule state {what}"),
+                &sd.values(),
+                &want_state,
+            );
         });
     }
 }

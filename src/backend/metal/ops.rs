@@ -239,7 +239,10 @@ pub fn has_gemv<D: MslDevice + ?Sized>(d: &D, w: &D::Weight) -> bool {
 enum GemvInput<'a, T> {
     Plain(&'a T),
     /// silu(gate) ⊙ up.
-    Swiglu { gate: &'a T, up: &'a T },
+    Swiglu {
+        gate: &'a T,
+        up: &'a T,
+    },
 }
 
 /// `y = x · Wᵀ` for every row of x: one GEMV dispatch per weight part, the tokens along the grid.
@@ -705,7 +708,9 @@ fn decode_attention<D: MslDevice + ?Sized>(
     if rows != 1 || !(1..=MAX_HEAD_DIM).contains(&head_dim) {
         return Err(shape_error(
             op,
-            format!("{rows} query rows with heads of {head_dim}: one row, heads of 1..={MAX_HEAD_DIM}"),
+            format!(
+                "{rows} query rows with heads of {head_dim}: one row, heads of 1..={MAX_HEAD_DIM}"
+            ),
         ));
     }
     checks::attention(
@@ -750,7 +755,11 @@ fn decode_attention<D: MslDevice + ?Sized>(
         d,
         MslKernel::AttentionCombine,
         &[head_dim as u32, blocks as u32, gate.is_some() as u32],
-        &[d.buffer(&partials), d.buffer(gate.unwrap_or(q)), d.buffer(&out)],
+        &[
+            d.buffer(&partials),
+            d.buffer(gate.unwrap_or(q)),
+            d.buffer(&out),
+        ],
         n_head,
         f32_bytes(len(d, &partials) + gate.map_or(0, |_| n_head * head_dim)),
     )?;
@@ -936,7 +945,15 @@ pub fn delta_rule<D: MslDevice + ?Sized>(
     state: &D::Tensor,
     shape: DeltaNetShape,
 ) -> Result<D::Tensor, BackendError> {
-    delta_rule_kernel(d, q, k, v, DeltaRuleGates::Computed { g, beta }, state, shape)
+    delta_rule_kernel(
+        d,
+        q,
+        k,
+        v,
+        DeltaRuleGates::Computed { g, beta },
+        state,
+        shape,
+    )
 }
 
 /// [`delta_rule`] with its gates computed from the projections as [`delta_net_gates`] does, in
