@@ -1,5 +1,6 @@
 // The index of the largest of n values, as the host's sampler picks it: the lowest index wins
-// ties and NaN never wins (all NaN gives n − 1). One threadgroup.
+// ties and NaN never wins (all NaN gives n − 1), as an exact f32 (n < 2^24) that embed.metal
+// reads back as a token id. One threadgroup.
 #include <metal_stdlib>
 using namespace metal;
 
@@ -19,7 +20,7 @@ inline bool better(float value, uint index, float best_value, uint best_index) {
 
 kernel void argmax(constant ArgmaxParams& p [[buffer(0)]],
                    device const float* values [[buffer(1)]],
-                   device uint* out [[buffer(2)]],
+                   device float* out [[buffer(2)]],
                    uint tid [[thread_index_in_threadgroup]],
                    uint threads [[threads_per_threadgroup]],
                    uint lane [[thread_index_in_simdgroup]],
@@ -53,6 +54,6 @@ kernel void argmax(constant ArgmaxParams& p [[buffer(0)]],
                 index = group_index[s];
             }
         }
-        out[0] = index == NONE ? p.n - 1 : index;
+        out[0] = float(index == NONE ? p.n - 1 : index);
     }
 }

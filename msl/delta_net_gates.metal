@@ -1,5 +1,5 @@
 // Gated DeltaNet gates, per token and value head: decay g = ssm_a · softplus(alpha + dt_bias)
-// and write strength sigmoid(beta).
+// and write strength sigmoid(beta) (softplus.metal comes first).
 #include <metal_stdlib>
 using namespace metal;
 
@@ -7,17 +7,6 @@ struct DeltaNetGatesParams {
     uint n;
     uint heads;
 };
-
-// log(1 + e^x), linear above 20 as in torch; log1p through the correction
-// log(u) − ((u − 1) − e^x) / u, u = 1 + e^x, which keeps small e^x exact.
-inline float softplus(float x) {
-    if (x > 20.0f) {
-        return x;
-    }
-    float e = exp(x);
-    float u = 1.0f + e;
-    return u == 1.0f ? e : log(u) - ((u - 1.0f) - e) / u;
-}
 
 kernel void delta_net_gates(constant DeltaNetGatesParams& p [[buffer(0)]],
                             device const float* alpha [[buffer(1)]],

@@ -3,6 +3,8 @@
 // its lanes take one column each (consecutive addresses: coalesced), its 8 SIMD-groups each a
 // slice of the key rows, held in registers across all rows of the call. Column sums over the
 // key rows (Sᵀk and Sᵀq) add the 8 slices' partial sums through threadgroup memory.
+// With raw_gates the gates are computed here from the projections as delta_net_gates.metal does
+// (softplus.metal comes first): g holds alpha, beta the raw beta, and ssm_a, dt_bias are read.
 #include <metal_stdlib>
 using namespace metal;
 
@@ -13,6 +15,7 @@ struct DeltaRuleParams {
     uint v_dim;
     uint rows;
     uint column_tiles;
+    uint raw_gates;
 };
 
 // 256 threads per threadgroup (the host's launch plan): 8 slices of 32 columns.
@@ -42,6 +45,8 @@ kernel void delta_rule(constant DeltaRuleParams& p [[buffer(0)]],
                        device const float* beta [[buffer(5)]],
                        device float* state [[buffer(6)]],
                        device float* out [[buffer(7)]],
+                       device const float* ssm_a [[buffer(8)]],
+                       device const float* dt_bias [[buffer(9)]],
                        uint group [[threadgroup_position_in_grid]],
                        uint lane [[thread_index_in_simdgroup]],
                        uint slice [[simdgroup_index_in_threadgroup]]) {
@@ -64,8 +69,13 @@ kernel void delta_rule(constant DeltaRuleParams& p [[buffer(0)]],
     for (uint t = 0; t < p.rows; t++) {
         device const float* kt = k + t * qk_stride + k_head * p.k_dim + first_key;
         device const float* qt = q + t * qk_stride + k_head * p.k_dim + first_key;
-        float decay = exp(g[t * p.n_v_head + head]);
+        float gate = g[t * p.n_v_head + head];
         float strength = beta[t * p.n_v_head + head];
+        if (p.raw_gates != 0) {
+            gate = ssm_a[head] * softplus(gate + dt_bias[head]);
+            strength = 1.0f / (1.0f + exp(-strength));
+        }
+        float decay = exp(gate);
         // Decay the state and recall what it holds for k: r = Sᵀk.
         float recall = 0.0f;
         for (uint m = 0; m < keys; m++) {

@@ -2,7 +2,8 @@
 // than one binding is split into row ranges), each SIMD-group taking a few consecutive rows with
 // its lanes splitting the columns, and one simd_sum per row at the end. As on Apple GPUs generally,
 // no threadgroup memory: activations are read straight from device memory into registers and
-// reused for all the SIMD-group's rows.
+// reused for all the SIMD-group's rows. The activations come through gemv_x4 / gemv_x, which a
+// GEMV input file (gemv_input_*.metal) ahead of this one defines.
 #include <metal_stdlib>
 using namespace metal;
 
@@ -16,6 +17,8 @@ struct GemvParams {
     uint first_row;
     // Threadgroups per token.
     uint row_groups;
+    // Non-zero: add to the output (a projection into the residual stream) instead of writing it.
+    uint accumulate;
 };
 
 // The token and first weight row of one SIMD-group taking `rows_per_simd_group` rows.
@@ -37,14 +40,15 @@ inline device const uchar* gemv_row(device const uchar* w, constant GemvParams& 
     return w + row * p.row_bytes;
 }
 
-// Adds up each row's lane partials and writes the rows this part has.
+// Adds up each row's lane partials and writes (or adds to the output) the rows this part has.
 template <uint ROWS>
 inline void gemv_store(constant GemvParams& p, thread const float* acc, GemvTile tile, uint lane,
                        device float* out) {
     for (uint r = 0; r < ROWS; r++) {
         float total = simd_sum(acc[r]);
         if (lane == 0 && tile.first + r < p.rows) {
-            out[tile.token * p.out_cols + p.first_row + tile.first + r] = total;
+            device float* y = out + tile.token * p.out_cols + p.first_row + tile.first + r;
+            *y = p.accumulate != 0 ? *y + total : total;
         }
     }
 }

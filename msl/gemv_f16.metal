@@ -10,16 +10,17 @@ kernel void gemv_f16(constant GemvParams& p [[buffer(0)]],
                      device const uchar* w [[buffer(1)]],
                      device const float* x [[buffer(2)]],
                      device float* out [[buffer(3)]],
+                     device const float* up [[buffer(4)]],
                      uint group [[threadgroup_position_in_grid]],
                      uint lane [[thread_index_in_simdgroup]],
                      uint simd_group [[simdgroup_index_in_threadgroup]],
                      uint simd_groups [[simdgroups_per_threadgroup]]) {
     GemvTile tile = gemv_tile(p, group, simd_group, simd_groups, F16_ROWS);
-    device const float* xt = x + tile.token * p.cols;
+    uint xt = tile.token * p.cols;
     float acc[F16_ROWS] = {};
     if (p.cols % 4 == 0) {
         for (uint i = 4 * lane; i < p.cols; i += 128) {
-            float4 xv = *(device const float4*)(xt + i);
+            float4 xv = gemv_x4(x, up, xt + i);
             for (uint r = 0; r < F16_ROWS && tile.first + r < p.rows; r++) {
                 device const half* row = (device const half*)gemv_row(w, p, tile.first + r);
                 acc[r] += dot(float4(*(device const half4*)(row + i)), xv);
@@ -29,7 +30,7 @@ kernel void gemv_f16(constant GemvParams& p [[buffer(0)]],
         for (uint i = lane; i < p.cols; i += 32) {
             for (uint r = 0; r < F16_ROWS && tile.first + r < p.rows; r++) {
                 device const half* row = (device const half*)gemv_row(w, p, tile.first + r);
-                acc[r] += float(row[i]) * xt[i];
+                acc[r] += float(row[i]) * gemv_x(x, up, xt + i);
             }
         }
     }

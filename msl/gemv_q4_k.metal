@@ -13,6 +13,7 @@ kernel void gemv_q4_k(constant GemvParams& p [[buffer(0)]],
                       device const uchar* w [[buffer(1)]],
                       device const float* x [[buffer(2)]],
                       device float* out [[buffer(3)]],
+                      device const float* up [[buffer(4)]],
                       uint group [[threadgroup_position_in_grid]],
                       uint lane [[thread_index_in_simdgroup]],
                       uint simd_group [[simdgroup_index_in_threadgroup]],
@@ -21,18 +22,18 @@ kernel void gemv_q4_k(constant GemvParams& p [[buffer(0)]],
     uint slot = lane / 8;
     uint chunk = (lane % 8) / 2;
     uint half_ = lane % 2;
-    device const float* xt = x + tile.token * p.cols + 64 * chunk + 16 * half_;
+    uint xt = tile.token * p.cols + 64 * chunk + 16 * half_;
     uint blocks = p.cols / 256;
     float acc[Q4_K_ROWS] = {};
     for (uint b = slot; b < blocks; b += 4) {
-        device const float4* xb = (device const float4*)(xt + 256 * b);
+        uint xb = xt + 256 * b;
         float4 lo[4];
         float4 hi[4];
         float lo_sum = 0.0f;
         float hi_sum = 0.0f;
         for (uint i = 0; i < 4; i++) {
-            lo[i] = xb[i];
-            hi[i] = xb[8 + i];
+            lo[i] = gemv_x4(x, up, xb + 4 * i);
+            hi[i] = gemv_x4(x, up, xb + 32 + 4 * i);
             lo_sum += lo[i].x + lo[i].y + lo[i].z + lo[i].w;
             hi_sum += hi[i].x + hi[i].y + hi[i].z + hi[i].w;
         }

@@ -10,6 +10,7 @@ kernel void gemv_q5_0(constant GemvParams& p [[buffer(0)]],
                       device const uchar* w [[buffer(1)]],
                       device const float* x [[buffer(2)]],
                       device float* out [[buffer(3)]],
+                      device const float* up [[buffer(4)]],
                       uint group [[threadgroup_position_in_grid]],
                       uint lane [[thread_index_in_simdgroup]],
                       uint simd_group [[simdgroup_index_in_threadgroup]],
@@ -17,12 +18,12 @@ kernel void gemv_q5_0(constant GemvParams& p [[buffer(0)]],
     GemvTile tile = gemv_tile(p, group, simd_group, simd_groups, Q5_0_ROWS);
     uint slot = lane / 4;
     uint part = lane % 4;
-    device const float* xt = x + tile.token * p.cols + 4 * part;
+    uint xt = tile.token * p.cols + 4 * part;
     uint blocks = p.cols / 32;
     float acc[Q5_0_ROWS] = {};
     for (uint b = slot; b < blocks; b += 8) {
-        float4 lo = *(device const float4*)(xt + 32 * b);
-        float4 hi = *(device const float4*)(xt + 32 * b + 16);
+        float4 lo = gemv_x4(x, up, xt + 32 * b);
+        float4 hi = gemv_x4(x, up, xt + 32 * b + 16);
         float x_sum = lo.x + lo.y + lo.z + lo.w + hi.x + hi.y + hi.z + hi.w;
         for (uint r = 0; r < Q5_0_ROWS && tile.first + r < p.rows; r++) {
             device const block_q5_0& blk =

@@ -11,6 +11,7 @@ kernel void gemv_q6_k(constant GemvParams& p [[buffer(0)]],
                       device const uchar* w [[buffer(1)]],
                       device const float* x [[buffer(2)]],
                       device float* out [[buffer(3)]],
+                      device const float* up [[buffer(4)]],
                       uint group [[threadgroup_position_in_grid]],
                       uint lane [[thread_index_in_simdgroup]],
                       uint simd_group [[simdgroup_index_in_threadgroup]],
@@ -19,17 +20,17 @@ kernel void gemv_q6_k(constant GemvParams& p [[buffer(0)]],
     uint slot = lane / 8;
     uint n = (lane % 8) / 4;
     uint l0 = 8 * (lane % 4);
-    device const float* xt = x + tile.token * p.cols + 128 * n + l0;
+    uint xt = tile.token * p.cols + 128 * n + l0;
     uint blocks = p.cols / 256;
     float acc[Q6_K_ROWS] = {};
     for (uint b = slot; b < blocks; b += 4) {
         // Quadrant c's 8 activations are xs[2c], xs[2c + 1].
-        device const float4* xb = (device const float4*)(xt + 256 * b);
+        uint xb = xt + 256 * b;
         float4 xs[8];
         float sums[4];
         for (uint c = 0; c < 4; c++) {
-            xs[2 * c] = xb[8 * c];
-            xs[2 * c + 1] = xb[8 * c + 1];
+            xs[2 * c] = gemv_x4(x, up, xb + 32 * c);
+            xs[2 * c + 1] = gemv_x4(x, up, xb + 32 * c + 4);
             float4 both = xs[2 * c] + xs[2 * c + 1];
             sums[c] = both.x + both.y + both.z + both.w;
         }

@@ -1,5 +1,5 @@
-// NeoX RoPE on the first rot_dims of every head_dim group: dims i and i + rot_dims/2 rotate
-// together by (pos0 + row) · base^(−2i/rot_dims); the other dims are copied.
+// NeoX RoPE (rope_angle.metal) on the first rot_dims of every head_dim group, row r at position
+// pos0 + r; the other dims are copied.
 #include <metal_stdlib>
 using namespace metal;
 
@@ -25,15 +25,6 @@ kernel void rope(constant RopeParams& p [[buffer(0)]],
         return;
     }
     uint half_dims = p.rot_dims / 2;
-    uint i = j % half_dims;
-    // Precise functions: angles reach thousands of radians at long contexts.
-    float inv_freq = 1.0f / precise::pow(p.base, float(2 * i) / float(p.rot_dims));
-    float angle = float(p.pos0 + e / p.cols) * inv_freq;
-    float s = precise::sin(angle);
-    float c = precise::cos(angle);
-    if (j < half_dims) {
-        out[e] = x[e] * c - x[e + half_dims] * s;
-    } else {
-        out[e] = x[e] * c + x[e - half_dims] * s;
-    }
+    float partner = j < half_dims ? x[e + half_dims] : x[e - half_dims];
+    out[e] = rope_rotate(x[e], partner, j, p.rot_dims, p.pos0 + e / p.cols, p.base);
 }

@@ -1,6 +1,9 @@
 //! The whole decode step of the shared forward (src/model/forward.rs) with every op an MSL
 //! kernel, executed by the MSL simulator, against the CPU backend on every bundled fixture:
-//! cosine ≥ 0.9999 and the same top-1 at every position, and the same 32 greedy tokens.
+//! cosine ≥ 0.9999 and the same top-1 at every position, and the same 32 greedy tokens, also
+//! when Engine::decode_greedy keeps the token ids on the device. A decode step takes no more
+//! dispatches than the wgpu backend's (lavapipe here; skipped without an adapter unless
+//! QWEN35_REQUIRE_GPU=1).
 
 // The simulator's fiber switch is written for x86-64 and its loader for Linux.
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -8,8 +11,12 @@
 mod decode_check;
 mod msl_sim;
 
+use std::io::Write;
+
 use msl_sim::backend::SimMetal;
 use msl_sim::Order;
+use qwen35::backend::gpu::Wgpu;
+use qwen35::backend::Backend;
 use qwen35::model::{Config, Engine, Session};
 
 const GREEDY: usize = 32;
@@ -23,6 +30,21 @@ fn simulated_engine(
     let config = Config::from_gguf(&fixture.file).expect("config");
     let backend = SimMetal::new(order, max_part_rows);
     Session::new(backend, &fixture.file, config, 256).expect("load")
+}
+
+/// Dispatches of two greedy decode steps (each: embed of the id left on the device, the forward,
+/// argmax) after the prompt.
+fn greedy_step_dispatches<B: Backend>(engine: &mut Session<B>, prompt: &[u32]) -> u64 {
+    engine.reset();
+    let (last, earlier) = prompt.split_last().expect("a prompt");
+    for &token in earlier {
+        engine.eval(&[token], false).expect("eval");
+    }
+    engine.take_stats();
+    engine
+        .decode_greedy(*last, 2, &mut |_| true)
+        .expect("decode");
+    engine.take_stats().dispatches / 2
 }
 
 #[test]
@@ -56,6 +78,64 @@ fn msl_decode_matches_cpu_on_every_fixture() {
             &reference,
             vocab,
             MIN_COSINE,
+        );
+
+        // Greedy decoding with the ids on the device: the prompt but its last token one at a
+        // time, then decode_greedy from the last.
+        engine.reset();
+        let (last, earlier) = fixture.prompt.split_last().expect("a prompt");
+        for &token in earlier {
+            engine.eval(&[token], false).expect("eval");
+        }
+        let greedy = engine
+            .decode_greedy(*last, GREEDY, &mut |_| true)
+            .expect("decode_greedy");
+        assert_eq!(
+            greedy, reference.greedy,
+            "{}: decode_greedy on the device vs the CPU's host loop",
+            fixture.variant
+        );
+    }
+}
+
+#[test]
+fn msl_decode_step_takes_no_more_dispatches_than_wgpu() {
+    let wgpu_available = match Wgpu::new() {
+        Ok(gpu) => Some(gpu),
+        Err(e) if std::env::var("QWEN35_REQUIRE_GPU").as_deref() == Ok("1") => {
+            panic!("QWEN35_REQUIRE_GPU=1 but no GPU: {e}")
+        }
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "NOTICE: skipping the wgpu comparison: {e}"
+            );
+            None
+        }
+    };
+    let Some(first_gpu) = wgpu_available else {
+        return;
+    };
+    let mut gpus = Some(first_gpu);
+    for fixture in &decode_check::fixtures() {
+        let gpu = match gpus.take() {
+            Some(gpu) => gpu,
+            None => Wgpu::new().expect("the adapter opened once already"),
+        };
+        let config = Config::from_gguf(&fixture.file).expect("config");
+        let mut wgpu = Session::new(gpu, &fixture.file, config, 256).expect("load on wgpu");
+        let wgpu_dispatches = greedy_step_dispatches(&mut wgpu, &fixture.prompt);
+        // Whole weights, as wgpu binds these small ones.
+        let mut metal = simulated_engine(fixture, Order::Forward, usize::MAX);
+        let metal_dispatches = greedy_step_dispatches(&mut metal, &fixture.prompt);
+        eprintln!(
+            "{}: {metal_dispatches} MSL dispatches per greedy decode step, {wgpu_dispatches} wgpu",
+            fixture.variant
+        );
+        assert!(
+            metal_dispatches > 0 && metal_dispatches <= wgpu_dispatches,
+            "{}: {metal_dispatches} MSL dispatches per step against wgpu's {wgpu_dispatches}",
+            fixture.variant
         );
     }
 }

@@ -13,7 +13,7 @@ use msl_sim::device::{SimDevice, SimTensor};
 use msl_sim::Order;
 use qwen35::backend::cpu::{CpuBackend, CpuTensor};
 use qwen35::backend::metal::{ops, MslFormat};
-use qwen35::backend::{AttentionShape, Backend, DeltaNetShape};
+use qwen35::backend::{AttentionShape, Backend, DeltaNetShape, Qkv, RopeShape};
 use qwen35::quant::{self, GgmlType};
 
 /// xorshift64*: reproducible inputs without a dependency.
@@ -298,12 +298,15 @@ fn rope_against_cpu() {
 fn attention_against_cpu() {
     let cpu = cpu();
     let mut rng = Rng::new(6);
-    // (n_head, n_kv_head, head_dim, rows, pos0): the fixture's shape and awkward ones.
-    for (n_head, n_kv_head, head_dim, rows, pos0) in [
-        (4, 2, 64, 1, 13),
-        (6, 2, 40, 3, 9),
-        (2, 2, 256, 1, 0),
-        (8, 1, 96, 1, 70),
+    // (n_head, n_kv_head, head_dim, pos0): the fixture's shape, awkward ones, and contexts of
+    // several cache blocks (128 rows), the last one partly filled.
+    let rows = 1;
+    for (n_head, n_kv_head, head_dim, pos0) in [
+        (4, 2, 64, 13),
+        (6, 2, 40, 9),
+        (2, 2, 256, 0),
+        (8, 1, 96, 70),
+        (4, 2, 64, 300),
     ] {
         let shape = AttentionShape {
             n_head,
@@ -498,8 +501,8 @@ fn argmax_against_the_sampler() {
         let want = qwen35::sample::argmax(values);
         in_both_orders(|sim| {
             let out = ops::argmax(sim, &sim.tensor(1, values.len(), values)).expect("argmax");
-            let got = out.buffer.u32s()[0];
-            assert_eq!(got, want, "{} values, {:?}", values.len(), sim.order);
+            let got = out.values()[0];
+            assert_eq!(got, want as f32, "{} values, {:?}", values.len(), sim.order);
         });
     }
 }
@@ -526,4 +529,276 @@ fn converged_launches_use_little_threadgroup_memory() {
     assert!(stats.max_threadgroup_bytes > 8 * 1024, "{stats:?}");
     assert!(stats.max_threadgroup_bytes <= 32 * 1024, "{stats:?}");
     assert!(stats.barriers > 0 && stats.simd_calls > 0, "{stats:?}");
+}
+
+#[test]
+fn fused_gemvs_against_matvec_and_add() {
+    let cpu = cpu();
+    let mut rng = Rng::new(10);
+    let rows = 45;
+    for format in MslFormat::ALL {
+        let ty = format.ggml_type();
+        let cols = if ty.block_elems() == 256 { 768 } else { 416 };
+        let bytes = weight_bytes(&mut rng, ty, rows, cols);
+        // Gates wide enough to reach SiLU's both tails.
+        let gate: Vec<f32> = rng.vec(cols).iter().map(|v| v * 6.0).collect();
+        let up = rng.vec(cols);
+        let acc = rng.vec(rows);
+        let product = cpu_values(
+            &cpu,
+            &cpu.swiglu(
+                &cpu_tensor(&cpu, 1, cols, &gate),
+                &cpu_tensor(&cpu, 1, cols, &up),
+            )
+            .expect("cpu"),
+        );
+        let plus = |y: Vec<f32>| -> Vec<f32> { y.iter().zip(&acc).map(|(y, a)| a + y).collect() };
+        let want_add = plus(reference_matvec(ty, &bytes, rows, &up));
+        let want_swiglu = plus(reference_matvec(ty, &bytes, rows, &product));
+        in_both_orders(|sim| {
+            let w = sim.weight("w", ty, rows, cols, &bytes, 16);
+            let what = format!("{format:?} {rows}×{cols} {:?}", sim.order);
+            let sums = sim.tensor(1, rows, &acc);
+            ops::matmul_add(sim, &sim.tensor(1, cols, &up), &w, &sums).expect("matmul_add");
+            assert_close(&format!("matmul_add {what}"), &sums.values(), &want_add);
+            let sums = sim.tensor(1, rows, &acc);
+            let (sg, su) = (sim.tensor(1, cols, &gate), sim.tensor(1, cols, &up));
+            ops::swiglu_matmul_add(sim, &sg, &su, &w, &sums).expect("swiglu_matmul_add");
+            assert_close(
+                &format!("swiglu_matmul_add {what}"),
+                &sums.values(),
+                &want_swiglu,
+            );
+            let wrong = sim.tensor(1, rows + 1, &vec![0.0; rows + 1]);
+            assert!(
+                ops::matmul_add(sim, &su, &w, &wrong).is_err(),
+                "{what}: shape"
+            );
+        });
+    }
+}
+
+#[test]
+fn embed_ids_from_argmax_against_dequantize() {
+    let mut rng = Rng::new(11);
+    let (rows, cols) = (37, 96);
+    for format in [MslFormat::Q8_0, MslFormat::F32] {
+        let ty = format.ggml_type();
+        let bytes = weight_bytes(&mut rng, ty, rows, cols);
+        let row_bytes = bytes.len() / rows;
+        for token in [0usize, 17, 36] {
+            let want =
+                quant::dequantize(ty, &bytes[token * row_bytes..(token + 1) * row_bytes], cols)
+                    .expect("dequantize");
+            let mut logits = rng.vec(rows);
+            logits[token] = 2.0;
+            in_both_orders(|sim| {
+                // Parts of 10 rows: the id's row is in one part, the others write nothing.
+                let w = sim.weight("table", ty, rows, cols, &bytes, 10);
+                let ids = ops::argmax(sim, &sim.tensor(1, rows, &logits)).expect("argmax");
+                let out = ops::embed_ids(sim, &w, &ids).expect("embed_ids");
+                let what = format!("embed_ids {format:?} token {token} {:?}", sim.order);
+                assert_close(&what, &out.values(), &want);
+            });
+        }
+    }
+}
+
+#[test]
+fn gated_attention_against_cpu() {
+    let cpu = cpu();
+    let mut rng = Rng::new(12);
+    // (n_head, n_kv_head, head_dim, rope dims, pos0): the fixture's shape, a full-width rotation,
+    // none, and a context of several cache blocks.
+    for (n_head, n_kv_head, head_dim, rot, pos0) in [
+        (4, 2, 64, 16, 13),
+        (6, 3, 40, 40, 0),
+        (2, 1, 256, 0, 5),
+        (4, 2, 64, 16, 260),
+    ] {
+        let shape = AttentionShape {
+            n_head,
+            n_kv_head,
+            head_dim,
+        };
+        let rope = RopeShape {
+            dims: rot,
+            base: 1e7,
+        };
+        let eps = 1e-6;
+        let ctx = pos0 + 3;
+        let kv_cols = n_kv_head * head_dim;
+        let q_and_gate: Vec<f32> = rng
+            .vec(2 * n_head * head_dim)
+            .iter()
+            .map(|v| v * 3.0)
+            .collect();
+        let k = rng.vec(kv_cols);
+        let v = rng.vec(kv_cols);
+        let (q_norm, k_norm) = (rng.vec(head_dim), rng.vec(head_dim));
+        let mut cache_k = rng.vec(ctx * kv_cols);
+        let mut cache_v = rng.vec(ctx * kv_cols);
+        cache_k[(pos0 + 1) * kv_cols..].fill(0.0);
+        cache_v[(pos0 + 1) * kv_cols..].fill(0.0);
+        let mut ck = cpu_tensor(&cpu, ctx, kv_cols, &cache_k);
+        let mut cv = cpu_tensor(&cpu, ctx, kv_cols, &cache_v);
+        let want = cpu
+            .gated_attention(
+                &cpu_tensor(&cpu, 1, 2 * n_head * head_dim, &q_and_gate),
+                &cpu_tensor(&cpu, 1, kv_cols, &k),
+                &cpu_tensor(&cpu, 1, kv_cols, &v),
+                &cpu_tensor(&cpu, 1, head_dim, &q_norm),
+                &cpu_tensor(&cpu, 1, head_dim, &k_norm),
+                eps,
+                rope,
+                &mut ck,
+                &mut cv,
+                pos0,
+                shape,
+            )
+            .expect("cpu");
+        let (want, want_k, want_v) = (
+            cpu_values(&cpu, &want),
+            cpu_values(&cpu, &ck),
+            cpu_values(&cpu, &cv),
+        );
+        in_both_orders(|sim| {
+            let (sk, sv) = (
+                sim.tensor(ctx, kv_cols, &cache_k),
+                sim.tensor(ctx, kv_cols, &cache_v),
+            );
+            let out = ops::gated_attention(
+                sim,
+                &sim.tensor(1, 2 * n_head * head_dim, &q_and_gate),
+                &sim.tensor(1, kv_cols, &k),
+                &sim.tensor(1, kv_cols, &v),
+                &sim.tensor(1, head_dim, &q_norm),
+                &sim.tensor(1, head_dim, &k_norm),
+                eps,
+                rope,
+                &sk,
+                &sv,
+                pos0,
+                shape,
+            )
+            .expect("gated_attention");
+            let what = format!(
+                "gated_attention {shape:?} rope {rot} at {pos0} {:?}",
+                sim.order
+            );
+            assert_close(&what, &out.values(), &want);
+            assert_close(&format!("{what}: k cache"), &sk.values(), &want_k);
+            assert_eq!(sv.values(), want_v, "{what}: v cache");
+        });
+    }
+}
+
+#[test]
+fn conv_qkv_norm_and_gated_delta_rule_against_cpu() {
+    let cpu = cpu();
+    let mut rng = Rng::new(13);
+    // (n_k_head, n_v_head, k_dim, v_dim, taps): the fixture's shape, a 27B-like head, heads
+    // wider than the 256 threads, and awkward sizes.
+    for (n_k_head, n_v_head, k_dim, v_dim, taps) in [
+        (4, 8, 32, 32, 4),
+        (1, 2, 128, 128, 4),
+        (1, 1, 256, 520, 4),
+        (2, 6, 43, 45, 2),
+    ] {
+        let shape = DeltaNetShape {
+            n_k_head,
+            n_v_head,
+            k_dim,
+            v_dim,
+        };
+        let channels = 2 * n_k_head * k_dim + n_v_head * v_dim;
+        let (q_scale, eps) = (1.0 / (k_dim as f32).sqrt(), 1e-6);
+        let m = rng.vec(channels);
+        let w = rng.vec(channels * taps);
+        let conv_state = rng.vec((taps - 1) * channels);
+        let mut cs = cpu_tensor(&cpu, taps - 1, channels, &conv_state);
+        let Qkv { q, k, v } = cpu
+            .conv_qkv_norm(
+                &cpu_tensor(&cpu, 1, channels, &m),
+                &cpu_tensor(&cpu, channels, taps, &w),
+                &mut cs,
+                shape,
+                q_scale,
+                eps,
+            )
+            .expect("cpu");
+        let want_conv_state = cpu_values(&cpu, &cs);
+
+        // Gates from raw projections across softplus's cut-over at 20.
+        let alpha: Vec<f32> = rng.vec(n_v_head).iter().map(|v| v * 30.0).collect();
+        let beta: Vec<f32> = rng.vec(n_v_head).iter().map(|v| v * 8.0).collect();
+        let ssm_a: Vec<f32> = rng
+            .vec(n_v_head)
+            .iter()
+            .map(|v| -0.05 - 0.1 * v.abs())
+            .collect();
+        let dt_bias = rng.vec(n_v_head);
+        let state = rng.vec(n_v_head * k_dim * v_dim);
+        let mut ds = cpu_tensor(&cpu, n_v_head, k_dim * v_dim, &state);
+        let o = cpu
+            .gated_delta_rule(
+                &q,
+                &k,
+                &v,
+                &cpu_tensor(&cpu, 1, n_v_head, &alpha),
+                &cpu_tensor(&cpu, 1, n_v_head, &beta),
+                &cpu_tensor(&cpu, 1, n_v_head, &ssm_a),
+                &cpu_tensor(&cpu, 1, n_v_head, &dt_bias),
+                &mut ds,
+                shape,
+            )
+            .expect("cpu");
+        let (want_q, want_k, want_v) = (
+            cpu_values(&cpu, &q),
+            cpu_values(&cpu, &k),
+            cpu_values(&cpu, &v),
+        );
+        let (want_o, want_state) = (cpu_values(&cpu, &o), cpu_values(&cpu, &ds));
+
+        in_both_orders(|sim| {
+            let what = format!("{shape:?} taps {taps} {:?}", sim.order);
+            let ss = sim.tensor(taps - 1, channels, &conv_state);
+            let qkv = ops::conv_qkv_norm(
+                sim,
+                &sim.tensor(1, channels, &m),
+                &sim.tensor(channels, taps, &w),
+                &ss,
+                shape,
+                q_scale,
+                eps,
+            )
+            .expect("conv_qkv_norm");
+            assert_close(&format!("conv_qkv_norm q {what}"), &qkv.q.values(), &want_q);
+            assert_close(&format!("conv_qkv_norm k {what}"), &qkv.k.values(), &want_k);
+            assert_close(&format!("conv_qkv_norm v {what}"), &qkv.v.values(), &want_v);
+            assert_eq!(ss.values(), want_conv_state, "conv state {what}");
+
+            // The delta rule on the CPU's q, k, v, so that only the rule is compared.
+            let sd = sim.tensor(n_v_head, k_dim * v_dim, &state);
+            let out = ops::gated_delta_rule(
+                sim,
+                &sim.tensor(1, n_k_head * k_dim, &want_q),
+                &sim.tensor(1, n_k_head * k_dim, &want_k),
+                &sim.tensor(1, n_v_head * v_dim, &want_v),
+                &sim.tensor(1, n_v_head, &alpha),
+                &sim.tensor(1, n_v_head, &beta),
+                &sim.tensor(1, n_v_head, &ssm_a),
+                &sim.tensor(1, n_v_head, &dt_bias),
+                &sd,
+                shape,
+            )
+            .expect("gated_delta_rule");
+            assert_close(&format!("gated_delta_rule {what}"), &out.values(), &want_o);
+            assert_close(
+                &format!("gated_delta_rule state {what}"),
+                &sd.values(),
+                &want_state,
+            );
+        });
+    }
 }

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use qwen35::backend::metal::ops;
-use qwen35::backend::{AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape};
+use qwen35::backend::{
+    AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape, Qkv, RopeShape,
+};
 use qwen35::gguf::{GgufFile, TensorInfo};
 
 use super::device::{SimDevice, SimTensor, SimWeight};
@@ -116,9 +118,40 @@ impl Backend for SimMetal {
         ops::embed(&self.device, table, tokens)
     }
 
+    fn embed_ids(&self, table: &SimWeight, ids: &SimTensor) -> Result<SimTensor, BackendError> {
+        decode_only("embed_ids", ids.rows)?;
+        ops::embed_ids(&self.device, table, ids)
+    }
+
+    fn argmax(&self, x: &SimTensor) -> Result<SimTensor, BackendError> {
+        decode_only("argmax", x.rows)?;
+        ops::argmax(&self.device, x)
+    }
+
     fn matmul(&self, x: &SimTensor, w: &SimWeight) -> Result<SimTensor, BackendError> {
         decode_only("matmul", x.rows)?;
         ops::matmul(&self.device, x, w)
+    }
+
+    fn matmul_add(
+        &self,
+        x: &SimTensor,
+        w: &SimWeight,
+        acc: &mut SimTensor,
+    ) -> Result<(), BackendError> {
+        decode_only("matmul_add", x.rows)?;
+        ops::matmul_add(&self.device, x, w, acc)
+    }
+
+    fn swiglu_matmul_add(
+        &self,
+        gate: &SimTensor,
+        up: &SimTensor,
+        w: &SimWeight,
+        acc: &mut SimTensor,
+    ) -> Result<(), BackendError> {
+        decode_only("swiglu_matmul_add", gate.rows)?;
+        ops::swiglu_matmul_add(&self.device, gate, up, w, acc)
     }
 
     fn rows(&self, x: &SimTensor, start: usize, count: usize) -> Result<SimTensor, BackendError> {
@@ -194,6 +227,37 @@ impl Backend for SimMetal {
         ops::attention(&self.device, q, k, v, k_cache, v_cache, pos0, shape)
     }
 
+    fn gated_attention(
+        &self,
+        q_and_gate: &SimTensor,
+        k: &SimTensor,
+        v: &SimTensor,
+        q_norm: &SimTensor,
+        k_norm: &SimTensor,
+        eps: f32,
+        rope: RopeShape,
+        k_cache: &mut SimTensor,
+        v_cache: &mut SimTensor,
+        pos0: usize,
+        shape: AttentionShape,
+    ) -> Result<SimTensor, BackendError> {
+        decode_only("gated_attention", q_and_gate.rows)?;
+        ops::gated_attention(
+            &self.device,
+            q_and_gate,
+            k,
+            v,
+            q_norm,
+            k_norm,
+            eps,
+            rope,
+            k_cache,
+            v_cache,
+            pos0,
+            shape,
+        )
+    }
+
     fn conv1d_silu(
         &self,
         x: &SimTensor,
@@ -227,6 +291,46 @@ impl Backend for SimMetal {
     ) -> Result<SimTensor, BackendError> {
         decode_only("delta_rule", q.rows)?;
         ops::delta_rule(&self.device, q, k, v, g, beta, state, shape)
+    }
+
+    fn conv_qkv_norm(
+        &self,
+        m: &SimTensor,
+        w: &SimTensor,
+        state: &mut SimTensor,
+        shape: DeltaNetShape,
+        q_scale: f32,
+        eps: f32,
+    ) -> Result<Qkv<SimTensor>, BackendError> {
+        decode_only("conv_qkv_norm", m.rows)?;
+        ops::conv_qkv_norm(&self.device, m, w, state, shape, q_scale, eps)
+    }
+
+    fn gated_delta_rule(
+        &self,
+        q: &SimTensor,
+        k: &SimTensor,
+        v: &SimTensor,
+        alpha: &SimTensor,
+        beta: &SimTensor,
+        ssm_a: &SimTensor,
+        dt_bias: &SimTensor,
+        state: &mut SimTensor,
+        shape: DeltaNetShape,
+    ) -> Result<SimTensor, BackendError> {
+        decode_only("gated_delta_rule", q.rows)?;
+        ops::gated_delta_rule(
+            &self.device,
+            q,
+            k,
+            v,
+            alpha,
+            beta,
+            ssm_a,
+            dt_bias,
+            state,
+            shape,
+        )
     }
 
     fn gated_rms_norm(

@@ -14,7 +14,9 @@ use std::sync::Arc;
 use super::kernels::{Access, MslKernel};
 use super::ops::{self, Dispatch, MslDevice, WeightLayout, WeightPart};
 use crate::backend::gpu::{GpuError, GpuTensor, GpuWeight, Program, Wgpu};
-use crate::backend::{AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape};
+use crate::backend::{
+    AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape, Qkv, RopeShape,
+};
 use crate::gguf::{GgufFile, TensorInfo};
 
 #[derive(Debug, thiserror::Error)]
@@ -287,11 +289,54 @@ impl Backend for Metal {
         }
     }
 
+    fn embed_ids(&self, table: &GpuWeight, ids: &GpuTensor) -> Result<GpuTensor, BackendError> {
+        if decode(ids) && table.cols.is_multiple_of(32) {
+            ops::embed_ids(self, table, ids)
+        } else {
+            Backend::embed_ids(&self.gpu, table, ids)
+        }
+    }
+
+    fn argmax(&self, x: &GpuTensor) -> Result<GpuTensor, BackendError> {
+        if decode(x) {
+            ops::argmax(self, x)
+        } else {
+            Backend::argmax(&self.gpu, x)
+        }
+    }
+
     fn matmul(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, BackendError> {
         if decode(x) && ops::has_gemv(self, w) {
             ops::matmul(self, x, w)
         } else {
             Backend::matmul(&self.gpu, x, w)
+        }
+    }
+
+    fn matmul_add(
+        &self,
+        x: &GpuTensor,
+        w: &GpuWeight,
+        acc: &mut GpuTensor,
+    ) -> Result<(), BackendError> {
+        if decode(x) && ops::has_gemv(self, w) {
+            ops::matmul_add(self, x, w, acc)
+        } else {
+            Backend::matmul_add(&self.gpu, x, w, acc)
+        }
+    }
+
+    fn swiglu_matmul_add(
+        &self,
+        gate: &GpuTensor,
+        up: &GpuTensor,
+        w: &GpuWeight,
+        acc: &mut GpuTensor,
+    ) -> Result<(), BackendError> {
+        if decode(gate) && ops::has_gemv(self, w) {
+            ops::swiglu_matmul_add(self, gate, up, w, acc)
+        } else {
+            Backend::swiglu_matmul_add(&self.gpu, gate, up, w, acc)
         }
     }
 
@@ -395,6 +440,32 @@ impl Backend for Metal {
         }
     }
 
+    fn gated_attention(
+        &self,
+        q_and_gate: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        q_norm: &GpuTensor,
+        k_norm: &GpuTensor,
+        eps: f32,
+        rope: RopeShape,
+        k_cache: &mut GpuTensor,
+        v_cache: &mut GpuTensor,
+        pos0: usize,
+        shape: AttentionShape,
+    ) -> Result<GpuTensor, BackendError> {
+        if decode(q_and_gate) {
+            ops::gated_attention(
+                self, q_and_gate, k, v, q_norm, k_norm, eps, rope, k_cache, v_cache, pos0, shape,
+            )
+        } else {
+            Backend::gated_attention(
+                &self.gpu, q_and_gate, k, v, q_norm, k_norm, eps, rope, k_cache, v_cache, pos0,
+                shape,
+            )
+        }
+    }
+
     fn conv1d_silu(
         &self,
         x: &GpuTensor,
@@ -436,6 +507,43 @@ impl Backend for Metal {
             ops::delta_rule(self, q, k, v, g, beta, state, shape)
         } else {
             Backend::delta_rule(&self.gpu, q, k, v, g, beta, state, shape)
+        }
+    }
+
+    fn conv_qkv_norm(
+        &self,
+        m: &GpuTensor,
+        w: &GpuTensor,
+        state: &mut GpuTensor,
+        shape: DeltaNetShape,
+        q_scale: f32,
+        eps: f32,
+    ) -> Result<Qkv<GpuTensor>, BackendError> {
+        if decode(m) {
+            ops::conv_qkv_norm(self, m, w, state, shape, q_scale, eps)
+        } else {
+            Backend::conv_qkv_norm(&self.gpu, m, w, state, shape, q_scale, eps)
+        }
+    }
+
+    fn gated_delta_rule(
+        &self,
+        q: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        alpha: &GpuTensor,
+        beta: &GpuTensor,
+        ssm_a: &GpuTensor,
+        dt_bias: &GpuTensor,
+        state: &mut GpuTensor,
+        shape: DeltaNetShape,
+    ) -> Result<GpuTensor, BackendError> {
+        if decode(q) {
+            ops::gated_delta_rule(self, q, k, v, alpha, beta, ssm_a, dt_bias, state, shape)
+        } else {
+            Backend::gated_delta_rule(
+                &self.gpu, q, k, v, alpha, beta, ssm_a, dt_bias, state, shape,
+            )
         }
     }
 

@@ -29,6 +29,9 @@ macro_rules! msl {
 const QUANT_BLOCKS: MslFile = msl!("quant_blocks");
 const GEMV_COMMON: MslFile = msl!("gemv_common");
 const THREADGROUP_REDUCE: MslFile = msl!("threadgroup_reduce");
+const CAUSAL_CONV: MslFile = msl!("causal_conv");
+const SOFTPLUS: MslFile = msl!("softplus");
+const ROPE_ANGLE: MslFile = msl!("rope_angle");
 
 /// Threads per threadgroup of the elementwise and per-channel kernels.
 const ELEMENTWISE_THREADS: u32 = 256;
@@ -104,6 +107,8 @@ impl MslFormat {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MslKernel {
     Gemv(MslFormat),
+    /// The GEMV of silu(gate) ⊙ up, computed as the activations are loaded.
+    GemvSwiglu(MslFormat),
     Embed(MslFormat),
     RmsNorm,
     L2Norm,
@@ -113,8 +118,11 @@ pub enum MslKernel {
     SliceCols,
     CopyRows,
     Rope,
-    Attention,
+    QkNormRope,
+    AttentionBlocks,
+    AttentionCombine,
     Conv1dSilu,
+    ConvQkvNorm,
     DeltaNetGates,
     DeltaRule,
     Argmax,
@@ -123,6 +131,7 @@ pub enum MslKernel {
 impl MslKernel {
     pub fn all() -> Vec<MslKernel> {
         let mut all: Vec<MslKernel> = MslFormat::ALL.map(MslKernel::Gemv).to_vec();
+        all.extend(MslFormat::ALL.map(MslKernel::GemvSwiglu));
         all.extend(MslFormat::ALL.map(MslKernel::Embed));
         all.extend([
             MslKernel::RmsNorm,
@@ -133,8 +142,11 @@ impl MslKernel {
             MslKernel::SliceCols,
             MslKernel::CopyRows,
             MslKernel::Rope,
-            MslKernel::Attention,
+            MslKernel::QkNormRope,
+            MslKernel::AttentionBlocks,
+            MslKernel::AttentionCombine,
             MslKernel::Conv1dSilu,
+            MslKernel::ConvQkvNorm,
             MslKernel::DeltaNetGates,
             MslKernel::DeltaRule,
             MslKernel::Argmax,
@@ -146,6 +158,7 @@ impl MslKernel {
     pub fn name(self) -> String {
         match self {
             MslKernel::Gemv(f) => format!("gemv_{}", f.suffix()),
+            MslKernel::GemvSwiglu(f) => format!("gemv_swiglu_{}", f.suffix()),
             MslKernel::Embed(f) => format!("embed_{}", f.suffix()),
             _ => self.entry().to_string(),
         }
@@ -154,13 +167,15 @@ impl MslKernel {
     /// The kernel function's name in the source.
     pub fn entry(self) -> &'static str {
         match self {
-            MslKernel::Gemv(MslFormat::F32) => "gemv_f32",
-            MslKernel::Gemv(MslFormat::F16) => "gemv_f16",
-            MslKernel::Gemv(MslFormat::Q8_0) => "gemv_q8_0",
-            MslKernel::Gemv(MslFormat::Q5_0) => "gemv_q5_0",
-            MslKernel::Gemv(MslFormat::Q4_K) => "gemv_q4_k",
-            MslKernel::Gemv(MslFormat::Q5_K) => "gemv_q5_k",
-            MslKernel::Gemv(MslFormat::Q6_K) => "gemv_q6_k",
+            MslKernel::Gemv(format) | MslKernel::GemvSwiglu(format) => match format {
+                MslFormat::F32 => "gemv_f32",
+                MslFormat::F16 => "gemv_f16",
+                MslFormat::Q8_0 => "gemv_q8_0",
+                MslFormat::Q5_0 => "gemv_q5_0",
+                MslFormat::Q4_K => "gemv_q4_k",
+                MslFormat::Q5_K => "gemv_q5_k",
+                MslFormat::Q6_K => "gemv_q6_k",
+            },
             MslKernel::Embed(_) => "embed",
             MslKernel::RmsNorm => "rms_norm",
             MslKernel::L2Norm => "l2_norm",
@@ -170,8 +185,11 @@ impl MslKernel {
             MslKernel::SliceCols => "slice_cols",
             MslKernel::CopyRows => "copy_rows",
             MslKernel::Rope => "rope",
-            MslKernel::Attention => "attention",
+            MslKernel::QkNormRope => "qk_norm_rope",
+            MslKernel::AttentionBlocks => "attention_blocks",
+            MslKernel::AttentionCombine => "attention_combine",
             MslKernel::Conv1dSilu => "conv1d_silu",
+            MslKernel::ConvQkvNorm => "conv_qkv_norm",
             MslKernel::DeltaNetGates => "delta_net_gates",
             MslKernel::DeltaRule => "delta_rule",
             MslKernel::Argmax => "argmax",
@@ -181,7 +199,9 @@ impl MslKernel {
     /// The op class the profile counts this kernel in (as the wgpu backend names them).
     pub fn class(self) -> String {
         match self {
-            MslKernel::Gemv(f) => format!("matmul {}", f.ggml_type().name()),
+            MslKernel::Gemv(f) | MslKernel::GemvSwiglu(f) => {
+                format!("matmul {}", f.ggml_type().name())
+            }
             MslKernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
             other => other.entry().to_string(),
         }
@@ -192,8 +212,8 @@ impl MslKernel {
     /// choices for Apple GPUs: 4 for Q8_0 (cheap decoding), 2 for the others.
     pub fn threads_per_threadgroup(self) -> u32 {
         match self {
-            MslKernel::Gemv(MslFormat::Q8_0) => 128,
-            MslKernel::Gemv(_) => 64,
+            MslKernel::Gemv(MslFormat::Q8_0) | MslKernel::GemvSwiglu(MslFormat::Q8_0) => 128,
+            MslKernel::Gemv(_) | MslKernel::GemvSwiglu(_) => 64,
             MslKernel::Embed(_) => 64,
             MslKernel::Argmax => 1024,
             _ => ELEMENTWISE_THREADS,
@@ -204,17 +224,22 @@ impl MslKernel {
     /// parameter struct.
     pub fn buffers(self) -> &'static [Access] {
         match self {
-            MslKernel::Gemv(_) => &[Read, Read, ReadWrite],
-            MslKernel::Embed(_) => &[Read, ReadWrite],
+            MslKernel::Gemv(_) | MslKernel::GemvSwiglu(_) => &[Read, Read, ReadWrite, Read],
+            MslKernel::Embed(_) => &[Read, Read, ReadWrite],
             MslKernel::RmsNorm => &[Read, Read, Read, ReadWrite],
             MslKernel::L2Norm => &[Read, ReadWrite],
             MslKernel::Add => &[ReadWrite, Read],
             MslKernel::Swiglu | MslKernel::SigmoidMul => &[Read, Read, ReadWrite],
             MslKernel::SliceCols | MslKernel::CopyRows | MslKernel::Rope => &[Read, ReadWrite],
-            MslKernel::Attention => &[Read, Read, Read, ReadWrite, ReadWrite, ReadWrite],
+            MslKernel::QkNormRope => &[Read, Read, Read, Read, ReadWrite, ReadWrite],
+            MslKernel::AttentionBlocks => &[Read, Read, Read, ReadWrite, ReadWrite, ReadWrite],
+            MslKernel::AttentionCombine => &[Read, Read, ReadWrite],
             MslKernel::Conv1dSilu => &[Read, Read, ReadWrite, ReadWrite],
+            MslKernel::ConvQkvNorm => &[Read, Read, ReadWrite, ReadWrite, ReadWrite, ReadWrite],
             MslKernel::DeltaNetGates => &[Read, Read, Read, Read, ReadWrite, ReadWrite],
-            MslKernel::DeltaRule => &[Read, Read, Read, Read, Read, ReadWrite, ReadWrite],
+            MslKernel::DeltaRule => &[
+                Read, Read, Read, Read, Read, ReadWrite, ReadWrite, Read, Read,
+            ],
             MslKernel::Argmax => &[Read, ReadWrite],
         }
     }
@@ -222,7 +247,18 @@ impl MslKernel {
     /// The files whose concatenation is this kernel, preludes first.
     pub fn files(self) -> Vec<MslFile> {
         match self {
-            MslKernel::Gemv(format) => vec![QUANT_BLOCKS, GEMV_COMMON, gemv_file(format)],
+            MslKernel::Gemv(format) => vec![
+                QUANT_BLOCKS,
+                msl!("gemv_input_plain"),
+                GEMV_COMMON,
+                gemv_file(format),
+            ],
+            MslKernel::GemvSwiglu(format) => vec![
+                QUANT_BLOCKS,
+                msl!("gemv_input_swiglu"),
+                GEMV_COMMON,
+                gemv_file(format),
+            ],
             MslKernel::Embed(_) => vec![QUANT_BLOCKS, msl!("embed")],
             MslKernel::RmsNorm => vec![THREADGROUP_REDUCE, msl!("rms_norm")],
             MslKernel::L2Norm => vec![THREADGROUP_REDUCE, msl!("l2_norm")],
@@ -231,11 +267,14 @@ impl MslKernel {
             MslKernel::SigmoidMul => vec![msl!("sigmoid_mul")],
             MslKernel::SliceCols => vec![msl!("slice_cols")],
             MslKernel::CopyRows => vec![msl!("copy_rows")],
-            MslKernel::Rope => vec![msl!("rope")],
-            MslKernel::Attention => vec![msl!("attention")],
-            MslKernel::Conv1dSilu => vec![msl!("conv1d_silu")],
-            MslKernel::DeltaNetGates => vec![msl!("delta_net_gates")],
-            MslKernel::DeltaRule => vec![msl!("delta_rule")],
+            MslKernel::Rope => vec![ROPE_ANGLE, msl!("rope")],
+            MslKernel::QkNormRope => vec![THREADGROUP_REDUCE, ROPE_ANGLE, msl!("qk_norm_rope")],
+            MslKernel::AttentionBlocks => vec![msl!("attention_blocks")],
+            MslKernel::AttentionCombine => vec![msl!("attention_combine")],
+            MslKernel::Conv1dSilu => vec![CAUSAL_CONV, msl!("conv1d_silu")],
+            MslKernel::ConvQkvNorm => vec![THREADGROUP_REDUCE, CAUSAL_CONV, msl!("conv_qkv_norm")],
+            MslKernel::DeltaNetGates => vec![SOFTPLUS, msl!("delta_net_gates")],
+            MslKernel::DeltaRule => vec![SOFTPLUS, msl!("delta_rule")],
             MslKernel::Argmax => vec![msl!("argmax")],
         }
     }

@@ -4,7 +4,7 @@
 //! exercises the real launch.
 
 use super::kernels::{MslFormat, MslKernel};
-use crate::backend::{checks, AttentionShape, BackendError, DeltaNetShape};
+use crate::backend::{checks, AttentionShape, BackendError, DeltaNetShape, Qkv, RopeShape};
 use crate::quant::GgmlType;
 
 /// Where MSL kernels run: tensors and weights in device buffers, and dispatches.
@@ -108,30 +108,86 @@ fn len<D: MslDevice + ?Sized>(d: &D, x: &D::Tensor) -> usize {
     rows * cols
 }
 
-/// Row `tokens[t]` of `table`, dequantized, for each t: one dispatch per token, the token in the
-/// parameters (nothing to upload).
+/// Largest vocabulary whose ids are exact in f32 (argmax hands them to embed as f32).
+const MAX_VOCAB: usize = 1 << 24;
+
+/// The table's format, checked for the embedding kernel: whole 32-value units, ids exact in f32.
+fn embed_table<'a, D: MslDevice + ?Sized>(
+    d: &D,
+    op: &'static str,
+    table: &'a D::Weight,
+) -> Result<(WeightLayout<'a, D::Buffer>, MslKernel), BackendError> {
+    let w = d.weight(table);
+    let format = MslFormat::from_ggml(w.ty)
+        .ok_or_else(|| shape_error(op, format!("{}: no MSL kernel for {}", w.name, w.ty.name())))?;
+    if !w.cols.is_multiple_of(32) || w.rows >= MAX_VOCAB {
+        return Err(shape_error(
+            op,
+            format!(
+                "{}: {} rows of {} (rows of whole 32-value units, fewer than {MAX_VOCAB})",
+                w.name, w.rows, w.cols
+            ),
+        ));
+    }
+    Ok((w, MslKernel::Embed(format)))
+}
+
+/// Where the embedding kernel finds its tokens.
+enum EmbedTokens<'a, B: ?Sized> {
+    /// One token from the host, for output row `out_row`.
+    Host { token: u32, out_row: usize },
+    /// One exact f32 id per row of this buffer.
+    Ids { ids: &'a B, rows: usize },
+}
+
+/// Records the embedding kernel on one part of the table: rows of tokens in other parts are
+/// left alone.
+fn embed_part<D: MslDevice + ?Sized>(
+    d: &D,
+    op: &'static str,
+    kernel: MslKernel,
+    w: &WeightLayout<'_, D::Buffer>,
+    part: &WeightPart<'_, D::Buffer>,
+    tokens: EmbedTokens<'_, D::Buffer>,
+    out: &D::Tensor,
+) -> Result<(), BackendError> {
+    let units = w.cols / 32;
+    // The host's tokens need no ids buffer; the part's bytes are bound in its place, unread.
+    let (token, out_row, from_ids, rows, ids) = match tokens {
+        EmbedTokens::Host { token, out_row } => (token, out_row, false, 1, part.buffer),
+        EmbedTokens::Ids { ids, rows } => (0, 0, true, rows, ids),
+    };
+    let params = [
+        token,
+        out_row as u32,
+        from_ids as u32,
+        rows as u32,
+        part.first_row as u32,
+        part.rows as u32,
+        word(op, "row bytes", w.row_bytes)?,
+        units as u32,
+    ];
+    run(
+        d,
+        kernel,
+        &params,
+        &[part.buffer, ids, d.buffer(out)],
+        groups_for(kernel, rows * units),
+        (rows * w.row_bytes) as u64,
+    )
+}
+
+/// Row `tokens[t]` of `table`, dequantized, for each t: one dispatch per token, on the part that
+/// holds it, the token in the parameters (nothing to upload).
 pub fn embed<D: MslDevice + ?Sized>(
     d: &D,
     table: &D::Weight,
     tokens: &[u32],
 ) -> Result<D::Tensor, BackendError> {
     let op = "embed";
-    let w = d.weight(table);
-    let format = MslFormat::from_ggml(w.ty)
-        .ok_or_else(|| shape_error(op, format!("{}: no MSL kernel for {}", w.name, w.ty.name())))?;
-    if !w.cols.is_multiple_of(32) {
-        return Err(shape_error(
-            op,
-            format!(
-                "{}: rows of {} are not whole 32-value units",
-                w.name, w.cols
-            ),
-        ));
-    }
+    let (w, kernel) = embed_table(d, op, table)?;
     let out = d.output(tokens.len(), w.cols)?;
-    let kernel = MslKernel::Embed(format);
-    let units = w.cols / 32;
-    for (t, &token) in tokens.iter().enumerate() {
+    for (out_row, &token) in tokens.iter().enumerate() {
         let part = w
             .parts
             .iter()
@@ -140,20 +196,36 @@ pub fn embed<D: MslDevice + ?Sized>(
                 token,
                 vocab: w.rows,
             })?;
-        let params = [
-            token - part.first_row as u32,
-            word(op, "row bytes", w.row_bytes)?,
-            units as u32,
-            t as u32,
-        ];
-        run(
-            d,
-            kernel,
-            &params,
-            &[part.buffer, d.buffer(&out)],
-            groups_for(kernel, units),
-            w.row_bytes as u64,
-        )?;
+        let tokens = EmbedTokens::Host { token, out_row };
+        embed_part(d, op, kernel, &w, part, tokens, &out)?;
+    }
+    Ok(out)
+}
+
+/// [`embed`] of the exact f32 ids in `ids` (one per row, as [`argmax`] leaves them), which stay
+/// on the device: one dispatch per part of the table. An id outside the table embeds nothing
+/// (its row keeps what the buffer held), which argmax never gives.
+pub fn embed_ids<D: MslDevice + ?Sized>(
+    d: &D,
+    table: &D::Weight,
+    ids: &D::Tensor,
+) -> Result<D::Tensor, BackendError> {
+    let op = "embed_ids";
+    let (rows, cols) = d.dims(ids);
+    if cols != 1 {
+        return Err(shape_error(
+            op,
+            format!("ids are {rows}×{cols}, not one column"),
+        ));
+    }
+    let (w, kernel) = embed_table(d, op, table)?;
+    let out = d.output(rows, w.cols)?;
+    for part in &w.parts {
+        let tokens = EmbedTokens::Ids {
+            ids: d.buffer(ids),
+            rows,
+        };
+        embed_part(d, op, kernel, &w, part, tokens, &out)?;
     }
     Ok(out)
 }
@@ -163,25 +235,78 @@ pub fn has_gemv<D: MslDevice + ?Sized>(d: &D, w: &D::Weight) -> bool {
     MslFormat::from_ggml(d.weight(w).ty).is_some()
 }
 
+/// What a GEMV multiplies the weight by.
+enum GemvInput<'a, T> {
+    Plain(&'a T),
+    /// silu(gate) ⊙ up.
+    Swiglu {
+        gate: &'a T,
+        up: &'a T,
+    },
+}
+
 /// `y = x · Wᵀ` for every row of x: one GEMV dispatch per weight part, the tokens along the grid.
 pub fn matmul<D: MslDevice + ?Sized>(
     d: &D,
     x: &D::Tensor,
     weight: &D::Weight,
 ) -> Result<D::Tensor, BackendError> {
-    let op = "matmul";
+    let out = d.output(d.dims(x).0, d.weight(weight).rows)?;
+    gemv(d, "matmul", GemvInput::Plain(x), weight, &out, false)?;
+    Ok(out)
+}
+
+/// `acc += x · Wᵀ`, the add done by the GEMV.
+pub fn matmul_add<D: MslDevice + ?Sized>(
+    d: &D,
+    x: &D::Tensor,
+    weight: &D::Weight,
+    acc: &D::Tensor,
+) -> Result<(), BackendError> {
+    gemv(d, "matmul_add", GemvInput::Plain(x), weight, acc, true)
+}
+
+/// `acc += (silu(gate) ⊙ up) · Wᵀ`, the SwiGLU and the add done by the GEMV.
+pub fn swiglu_matmul_add<D: MslDevice + ?Sized>(
+    d: &D,
+    gate: &D::Tensor,
+    up: &D::Tensor,
+    weight: &D::Weight,
+    acc: &D::Tensor,
+) -> Result<(), BackendError> {
+    let op = "swiglu_matmul_add";
+    same_dims(d, op, gate, up)?;
+    gemv(d, op, GemvInput::Swiglu { gate, up }, weight, acc, true)
+}
+
+/// Records the GEMV dispatches of `input · Wᵀ` into `out` (added to it with `accumulate`).
+fn gemv<D: MslDevice + ?Sized>(
+    d: &D,
+    op: &'static str,
+    input: GemvInput<'_, D::Tensor>,
+    weight: &D::Weight,
+    out: &D::Tensor,
+    accumulate: bool,
+) -> Result<(), BackendError> {
     let w = d.weight(weight);
     let format = MslFormat::from_ggml(w.ty)
         .ok_or_else(|| shape_error(op, format!("{}: no MSL GEMV for {}", w.name, w.ty.name())))?;
+    let (kernel, x, up) = match input {
+        GemvInput::Plain(x) => (MslKernel::Gemv(format), x, x),
+        GemvInput::Swiglu { gate, up } => (MslKernel::GemvSwiglu(format), gate, up),
+    };
     let (tokens, cols) = d.dims(x);
-    if cols != w.cols {
+    if cols != w.cols || d.dims(out) != (tokens, w.rows) {
+        let (out_rows, out_cols) = d.dims(out);
         return Err(shape_error(
             op,
-            format!("{cols} columns against {} of {}", w.cols, w.name),
+            format!(
+                "{tokens}×{cols} times {} ({}×{}) into {out_rows}×{out_cols}",
+                w.name, w.rows, w.cols
+            ),
         ));
     }
-    let out = d.output(tokens, w.rows)?;
-    let kernel = MslKernel::Gemv(format);
+    let inputs = 1 + matches!(kernel, MslKernel::GemvSwiglu(_)) as usize;
     for part in &w.parts {
         let row_groups = part.rows.div_ceil(format.gemv_rows_per_threadgroup());
         let params = [
@@ -191,17 +316,18 @@ pub fn matmul<D: MslDevice + ?Sized>(
             w.rows as u32,
             part.first_row as u32,
             row_groups as u32,
+            accumulate as u32,
         ];
         run(
             d,
             kernel,
             &params,
-            &[part.buffer, d.buffer(x), d.buffer(&out)],
+            &[part.buffer, d.buffer(x), d.buffer(out), d.buffer(up)],
             row_groups * tokens,
-            (part.rows * w.row_bytes) as u64 + f32_bytes(tokens * cols),
+            (part.rows * w.row_bytes) as u64 + f32_bytes(inputs * tokens * cols),
         )?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Copies `n` values from `src[src_offset..]` to `dst[dst_offset..]`.
@@ -452,11 +578,15 @@ pub fn rope<D: MslDevice + ?Sized>(
     Ok(out)
 }
 
-/// Largest head_dim the attention kernel holds (`MAX_HEAD_DIM` in attention.metal).
+/// Largest head_dim the attention and qk-norm kernels hold (`MAX_HEAD_DIM` in
+/// attention_blocks.metal and qk_norm_rope.metal).
 const MAX_HEAD_DIM: usize = 256;
+/// Cache rows per threadgroup of decode attention (`BLOCK_ROWS` in attention_blocks.metal).
+const ATTENTION_BLOCK_ROWS: usize = 128;
 
-/// Writes k, v into cache rows `pos0..`, then causal GQA softmax attention of q over cache rows
-/// `0..=pos0+t`, scale 1/sqrt(head_dim): one threadgroup per (row, q head).
+/// Writes k, v into cache row `pos0`, then softmax attention of the one query row over cache
+/// rows `0..=pos0`, scale 1/sqrt(head_dim): the cache split into blocks, one threadgroup per
+/// (q head, block), then the blocks merged per head (two dispatches).
 #[allow(clippy::too_many_arguments)]
 pub fn attention<D: MslDevice + ?Sized>(
     d: &D,
@@ -468,16 +598,119 @@ pub fn attention<D: MslDevice + ?Sized>(
     pos0: usize,
     shape: AttentionShape,
 ) -> Result<D::Tensor, BackendError> {
+    decode_attention(d, q, k, v, k_cache, v_cache, pos0, shape, None)
+}
+
+/// [`attention`] of q and k RMS-normed per head and rotated (NeoX RoPE at `pos0`), q being the
+/// first head_dim of each 2·head_dim group of `q_and_gate`, the output times sigmoid of the
+/// second: three dispatches.
+#[allow(clippy::too_many_arguments)]
+pub fn gated_attention<D: MslDevice + ?Sized>(
+    d: &D,
+    q_and_gate: &D::Tensor,
+    k: &D::Tensor,
+    v: &D::Tensor,
+    q_norm: &D::Tensor,
+    k_norm: &D::Tensor,
+    eps: f32,
+    rope: RopeShape,
+    k_cache: &D::Tensor,
+    v_cache: &D::Tensor,
+    pos0: usize,
+    shape: AttentionShape,
+) -> Result<D::Tensor, BackendError> {
+    let op = "gated_attention";
+    let AttentionShape {
+        n_head,
+        n_kv_head,
+        head_dim,
+    } = shape;
+    let (rows, cols) = d.dims(q_and_gate);
+    let fits = rows == 1
+        && (1..=MAX_HEAD_DIM).contains(&head_dim)
+        && cols == 2 * n_head * head_dim
+        && d.dims(k) == (rows, n_kv_head * head_dim)
+        && d.dims(q_norm) == (1, head_dim)
+        && d.dims(k_norm) == (1, head_dim)
+        && rope.dims <= head_dim
+        && rope.dims.is_multiple_of(2);
+    if !fits {
+        return Err(shape_error(
+            op,
+            format!(
+                "q_and_gate {rows}×{cols}, k {:?}, norms {:?} and {:?}, rope over {} dims for \
+                 {n_head}/{n_kv_head} heads of {head_dim} (one row, heads at most {MAX_HEAD_DIM})",
+                d.dims(k),
+                d.dims(q_norm),
+                d.dims(k_norm),
+                rope.dims
+            ),
+        ));
+    }
+    let q = d.output(1, n_head * head_dim)?;
+    let k_rotated = d.output(1, n_kv_head * head_dim)?;
+    run(
+        d,
+        MslKernel::QkNormRope,
+        &[
+            n_head as u32,
+            n_kv_head as u32,
+            head_dim as u32,
+            rope.dims as u32,
+            word(op, "position", pos0)?,
+            rope.base.to_bits(),
+            eps.to_bits(),
+        ],
+        &[
+            d.buffer(q_and_gate),
+            d.buffer(k),
+            d.buffer(q_norm),
+            d.buffer(k_norm),
+            d.buffer(&q),
+            d.buffer(&k_rotated),
+        ],
+        n_head + n_kv_head,
+        f32_bytes(cols + 2 * n_kv_head * head_dim + 2 * head_dim),
+    )?;
+    decode_attention(
+        d,
+        &q,
+        &k_rotated,
+        v,
+        k_cache,
+        v_cache,
+        pos0,
+        shape,
+        Some(q_and_gate),
+    )
+}
+
+/// The two decode-attention dispatches, the output gated by the gate halves of `gate` if given.
+#[allow(clippy::too_many_arguments)]
+fn decode_attention<D: MslDevice + ?Sized>(
+    d: &D,
+    q: &D::Tensor,
+    k: &D::Tensor,
+    v: &D::Tensor,
+    k_cache: &D::Tensor,
+    v_cache: &D::Tensor,
+    pos0: usize,
+    shape: AttentionShape,
+    gate: Option<&D::Tensor>,
+) -> Result<D::Tensor, BackendError> {
     let op = "attention";
     let AttentionShape {
         n_head,
         n_kv_head,
         head_dim,
     } = shape;
-    if !(1..=MAX_HEAD_DIM).contains(&head_dim) {
+    let rows = d.dims(q).0;
+    if rows != 1 || !(1..=MAX_HEAD_DIM).contains(&head_dim) {
         return Err(shape_error(
             op,
-            format!("head dim {head_dim} is outside 1..={MAX_HEAD_DIM}"),
+            format!(
+                "{rows} query rows with heads of {head_dim}: one row, heads of 1..={MAX_HEAD_DIM}"
+            ),
         ));
     }
     checks::attention(
@@ -490,19 +723,20 @@ pub fn attention<D: MslDevice + ?Sized>(
         shape,
     )
     .map_err(|e| shape_error(op, e))?;
-    let (rows, cols) = d.dims(q);
     let kv_cols = n_kv_head * head_dim;
-    let out = d.output(rows, cols)?;
+    let blocks = (pos0 + 1).div_ceil(ATTENTION_BLOCK_ROWS);
+    let partials = d.output(n_head * blocks, 2 + head_dim)?;
     let scale = 1.0 / (head_dim as f32).sqrt();
     run(
         d,
-        MslKernel::Attention,
+        MslKernel::AttentionBlocks,
         &[
             n_head as u32,
             n_kv_head as u32,
             head_dim as u32,
             word(op, "position", pos0)?,
             kv_cols as u32,
+            blocks as u32,
             scale.to_bits(),
         ],
         &[
@@ -511,10 +745,23 @@ pub fn attention<D: MslDevice + ?Sized>(
             d.buffer(v),
             d.buffer(k_cache),
             d.buffer(v_cache),
+            d.buffer(&partials),
+        ],
+        n_head * blocks,
+        f32_bytes(n_head * head_dim + 2 * (pos0 + 1) * kv_cols),
+    )?;
+    let out = d.output(1, n_head * head_dim)?;
+    run(
+        d,
+        MslKernel::AttentionCombine,
+        &[head_dim as u32, blocks as u32, gate.is_some() as u32],
+        &[
+            d.buffer(&partials),
+            d.buffer(gate.unwrap_or(q)),
             d.buffer(&out),
         ],
-        rows * n_head,
-        f32_bytes(rows * cols + 2 * (pos0 + rows) * kv_cols),
+        n_head,
+        f32_bytes(len(d, &partials) + gate.map_or(0, |_| n_head * head_dim)),
     )?;
     Ok(out)
 }
@@ -553,6 +800,77 @@ pub fn conv1d_silu<D: MslDevice + ?Sized>(
         f32_bytes((rows + taps + taps - 1) * channels),
     )?;
     Ok(out)
+}
+
+/// Widest head conv_qkv_norm holds: 256 threads of `CHANNELS_PER_THREAD` (4) channels.
+const MAX_CONV_HEAD: usize = 1024;
+
+/// [`conv1d_silu`] of m, split into q | k | v, q and k L2-normalised per head, q scaled by
+/// `q_scale`: one threadgroup per head.
+pub fn conv_qkv_norm<D: MslDevice + ?Sized>(
+    d: &D,
+    m: &D::Tensor,
+    w: &D::Tensor,
+    state: &D::Tensor,
+    shape: DeltaNetShape,
+    q_scale: f32,
+    eps: f32,
+) -> Result<Qkv<D::Tensor>, BackendError> {
+    let DeltaNetShape {
+        n_k_head,
+        n_v_head,
+        k_dim,
+        v_dim,
+    } = shape;
+    let (rows, channels) = d.dims(m);
+    let (w_rows, taps) = d.dims(w);
+    let (key_width, value_width) = (n_k_head * k_dim, n_v_head * v_dim);
+    let fits = (1..=MAX_TAPS).contains(&taps)
+        && n_k_head > 0
+        && n_v_head > 0
+        && (1..=MAX_CONV_HEAD).contains(&k_dim)
+        && (1..=MAX_CONV_HEAD).contains(&v_dim)
+        && channels == 2 * key_width + value_width
+        && w_rows == channels
+        && d.dims(state) == (taps - 1, channels);
+    if !fits {
+        return Err(shape_error(
+            "conv_qkv_norm",
+            format!(
+                "m {rows}×{channels}, w {w_rows}×{taps}, state {:?} for {shape:?} (at most \
+                 {MAX_TAPS} taps, heads at most {MAX_CONV_HEAD} wide)",
+                d.dims(state)
+            ),
+        ));
+    }
+    let q = d.output(rows, key_width)?;
+    let k = d.output(rows, key_width)?;
+    let v = d.output(rows, value_width)?;
+    run(
+        d,
+        MslKernel::ConvQkvNorm,
+        &[
+            n_k_head as u32,
+            k_dim as u32,
+            n_v_head as u32,
+            v_dim as u32,
+            taps as u32,
+            rows as u32,
+            q_scale.to_bits(),
+            eps.to_bits(),
+        ],
+        &[
+            d.buffer(m),
+            d.buffer(w),
+            d.buffer(state),
+            d.buffer(&q),
+            d.buffer(&k),
+            d.buffer(&v),
+        ],
+        2 * n_k_head + n_v_head,
+        f32_bytes((rows + 2 * taps - 1) * channels),
+    )?;
+    Ok(Qkv { q, k, v })
 }
 
 /// `(g, β) = (ssm_a · softplus(alpha + dt_bias), sigmoid(beta))`, elementwise per head.
@@ -601,6 +919,19 @@ const MAX_K_DIM: usize = 256;
 /// State columns per threadgroup of the delta-rule kernel (`COLUMNS` in delta_rule.metal).
 const DELTA_RULE_COLUMNS: usize = 32;
 
+/// Where the delta rule's decay and write strength come from.
+enum DeltaRuleGates<'a, T> {
+    /// g and β as [`delta_net_gates`] gives them.
+    Computed { g: &'a T, beta: &'a T },
+    /// The projections and the layer's per-head parameters, the gates computed in the kernel.
+    Raw {
+        alpha: &'a T,
+        beta: &'a T,
+        ssm_a: &'a T,
+        dt_bias: &'a T,
+    },
+}
+
 /// The gated delta rule token by token over the rows, per value head, on the f32 `state`
 /// (one row of k_dim × v_dim per value head, key index major); returns o.
 #[allow(clippy::too_many_arguments)]
@@ -614,6 +945,71 @@ pub fn delta_rule<D: MslDevice + ?Sized>(
     state: &D::Tensor,
     shape: DeltaNetShape,
 ) -> Result<D::Tensor, BackendError> {
+    delta_rule_kernel(
+        d,
+        q,
+        k,
+        v,
+        DeltaRuleGates::Computed { g, beta },
+        state,
+        shape,
+    )
+}
+
+/// [`delta_rule`] with its gates computed from the projections as [`delta_net_gates`] does, in
+/// the same dispatch.
+#[allow(clippy::too_many_arguments)]
+pub fn gated_delta_rule<D: MslDevice + ?Sized>(
+    d: &D,
+    q: &D::Tensor,
+    k: &D::Tensor,
+    v: &D::Tensor,
+    alpha: &D::Tensor,
+    beta: &D::Tensor,
+    ssm_a: &D::Tensor,
+    dt_bias: &D::Tensor,
+    state: &D::Tensor,
+    shape: DeltaNetShape,
+) -> Result<D::Tensor, BackendError> {
+    let op = "gated_delta_rule";
+    same_dims(d, op, ssm_a, dt_bias)?;
+    if d.dims(ssm_a) != (1, shape.n_v_head) {
+        return Err(shape_error(
+            op,
+            format!(
+                "per-head parameters are {:?} for {} value heads",
+                d.dims(ssm_a),
+                shape.n_v_head
+            ),
+        ));
+    }
+    let gates = DeltaRuleGates::Raw {
+        alpha,
+        beta,
+        ssm_a,
+        dt_bias,
+    };
+    delta_rule_kernel(d, q, k, v, gates, state, shape)
+}
+
+fn delta_rule_kernel<D: MslDevice + ?Sized>(
+    d: &D,
+    q: &D::Tensor,
+    k: &D::Tensor,
+    v: &D::Tensor,
+    gates: DeltaRuleGates<'_, D::Tensor>,
+    state: &D::Tensor,
+    shape: DeltaNetShape,
+) -> Result<D::Tensor, BackendError> {
+    let (g, beta, [ssm_a, dt_bias], raw) = match gates {
+        DeltaRuleGates::Computed { g, beta } => (g, beta, [g, g], false),
+        DeltaRuleGates::Raw {
+            alpha,
+            beta,
+            ssm_a,
+            dt_bias,
+        } => (alpha, beta, [ssm_a, dt_bias], true),
+    };
     let DeltaNetShape {
         n_k_head,
         n_v_head,
@@ -653,6 +1049,7 @@ pub fn delta_rule<D: MslDevice + ?Sized>(
             v_dim as u32,
             n as u32,
             column_tiles as u32,
+            raw as u32,
         ],
         &[
             d.buffer(q),
@@ -662,6 +1059,8 @@ pub fn delta_rule<D: MslDevice + ?Sized>(
             d.buffer(beta),
             d.buffer(state),
             d.buffer(&out),
+            d.buffer(ssm_a),
+            d.buffer(dt_bias),
         ],
         n_v_head * column_tiles,
         f32_bytes(n * (2 * n_k_head * k_dim + n_v_head * (v_dim + 2)) + len(d, state)),
@@ -670,13 +1069,13 @@ pub fn delta_rule<D: MslDevice + ?Sized>(
 }
 
 /// The index of the largest value of a one-row `x` (lowest index on ties, NaN never wins),
-/// as the u32 bits of a 1×1 tensor.
+/// as the exact f32 value of a 1×1 tensor.
 pub fn argmax<D: MslDevice + ?Sized>(d: &D, x: &D::Tensor) -> Result<D::Tensor, BackendError> {
     let (rows, n) = d.dims(x);
-    if rows != 1 || n == 0 {
+    if rows != 1 || n == 0 || n >= MAX_VOCAB {
         return Err(shape_error(
             "argmax",
-            format!("{rows}×{n} values, not one row"),
+            format!("{rows}×{n} values, not one row of fewer than {MAX_VOCAB}"),
         ));
     }
     let out = d.output(1, 1)?;
