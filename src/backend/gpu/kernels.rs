@@ -166,6 +166,10 @@ pub enum Kernel {
     Conv1dSilu,
     DeltaNetGates,
     DeltaRule,
+    /// The key-side factors of every chunk of the chunked delta rule.
+    DeltaRuleChunkFactors,
+    /// The chunked delta rule over the factors, carrying the state.
+    DeltaRuleChunked,
 }
 
 impl Kernel {
@@ -189,6 +193,8 @@ impl Kernel {
             Kernel::Conv1dSilu,
             Kernel::DeltaNetGates,
             Kernel::DeltaRule,
+            Kernel::DeltaRuleChunkFactors,
+            Kernel::DeltaRuleChunked,
         ]);
         all
     }
@@ -224,6 +230,8 @@ impl Kernel {
             Kernel::Conv1dSilu => "conv1d_silu".into(),
             Kernel::DeltaNetGates => "delta_net_gates".into(),
             Kernel::DeltaRule => "delta_rule".into(),
+            Kernel::DeltaRuleChunkFactors => "delta_rule chunk factors".into(),
+            Kernel::DeltaRuleChunked => "delta_rule chunked".into(),
         }
     }
 
@@ -285,6 +293,8 @@ impl Kernel {
             Kernel::Conv1dSilu => files.push(wgsl!("conv1d_silu")),
             Kernel::DeltaNetGates => files.push(wgsl!("delta_net_gates")),
             Kernel::DeltaRule => files.push(wgsl!("delta_rule")),
+            Kernel::DeltaRuleChunkFactors => files.push(wgsl!("delta_rule_chunk_factors")),
+            Kernel::DeltaRuleChunked => files.push(wgsl!("delta_rule_chunked")),
         }
         files
     }

@@ -6,6 +6,7 @@
 
 mod backend;
 mod cooperative;
+mod delta_chunks;
 mod error;
 mod kernels;
 mod memory;
@@ -18,7 +19,7 @@ use std::sync::{Arc, Mutex};
 pub use error::GpuError;
 pub use kernels::{kernel_sources, KernelSource, WeightFormat};
 pub use memory::{GpuTensor, GpuWeight};
-pub use ops::GEMM_MIN_ROWS;
+pub use ops::{DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS};
 
 use kernels::Pipelines;
 use recorder::Recorder;

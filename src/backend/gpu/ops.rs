@@ -14,6 +14,8 @@ const MAX_HEAD_DIM: usize = 256;
 const MAX_K_DIM: usize = 256;
 /// State columns per workgroup of the delta-rule kernel (WGSL `COLS`).
 const DELTA_RULE_COLS: usize = 16;
+/// Rows from which the delta rule runs by chunks (delta_chunks.rs) instead of token by token.
+pub const DELTA_RULE_CHUNK_MIN_ROWS: usize = 8;
 /// Weight rows and tokens per workgroup of the tiled GEMM (WGSL `TILE_ROWS`, `TILE_TOKENS`).
 const GEMM_TILE: usize = 64;
 /// Rows of x from which matmul runs the tiled GEMM instead of one GEMV per row: below it the
@@ -582,6 +584,9 @@ impl Wgpu {
                     q.rows, q.cols, v.rows, v.cols, state.rows, state.cols
                 ),
             ));
+        }
+        if n >= DELTA_RULE_CHUNK_MIN_ROWS {
+            return self.delta_rule_chunked(q, k, v, g, beta, state, shape);
         }
         let out = self.output(n, n_v_head * v_dim)?;
         let column_chunks = v_dim.div_ceil(DELTA_RULE_COLS);
