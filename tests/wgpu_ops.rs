@@ -6,7 +6,9 @@ use std::io::Write;
 use std::sync::OnceLock;
 
 use half::{bf16, f16};
-use qwen35::backend::gpu::{GpuError, GpuTensor, Wgpu, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS};
+use qwen35::backend::gpu::{
+    GpuError, GpuTensor, Wgpu, ATTENTION_BLOCK_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS,
+};
 use qwen35::backend::{AttentionShape, DeltaNetShape};
 use qwen35::quant::GgmlType;
 
@@ -381,51 +383,54 @@ fn reference_attention(
     out
 }
 
+/// Prefills (by blocks of query tokens from ATTENTION_BLOCK_MIN_ROWS rows on), a second prefill
+/// after them, and a decode step, for GQA groups of 3, 1 and 8 and head dims off the kernels'
+/// slices; the cache must end up holding every k and v row.
 #[test]
 fn attention_prefill_then_decode() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng::new(8);
-    let shape = (6, 2, 40);
-    let (n_head, n_kv_head, head_dim) = shape;
-    let (kv_cols, capacity, prefill) = (n_kv_head * head_dim, 80, 67);
-    let k_cache = gpu.zeros(capacity, kv_cols).unwrap();
-    let v_cache = gpu.zeros(capacity, kv_cols).unwrap();
-    let k_hist = rng.vec((prefill + 1) * kv_cols);
-    let v_hist: Vec<f32> = rng
-        .vec((prefill + 1) * kv_cols)
-        .iter()
-        .map(|v| v * 3.0)
-        .collect();
-    for (pos0, rows) in [(0, prefill), (prefill, 1)] {
-        let q: Vec<f32> = rng
-            .vec(rows * n_head * head_dim)
-            .iter()
-            .map(|v| v * 4.0)
-            .collect();
-        let kv = pos0 * kv_cols..(pos0 + rows) * kv_cols;
-        let qt = gpu.upload(rows, n_head * head_dim, &q).unwrap();
-        let kt = gpu.upload(rows, kv_cols, &k_hist[kv.clone()]).unwrap();
-        let vt = gpu.upload(rows, kv_cols, &v_hist[kv.clone()]).unwrap();
-        let out = gpu
-            .attention(
-                &qt,
-                &kt,
-                &vt,
-                &k_cache,
-                &v_cache,
-                pos0,
-                AttentionShape {
-                    n_head,
-                    n_kv_head,
-                    head_dim,
-                },
-            )
-            .unwrap();
-        let want = reference_attention(&q, &k_hist, &v_hist, pos0, shape);
-        assert_close(&format!("attention at {pos0}"), &read_all(gpu, &out), &want);
+    const { assert!(ATTENTION_BLOCK_MIN_ROWS <= 20) };
+    for shape in [(6, 2, 40), (3, 3, 130), (8, 1, 256)] {
+        let (n_head, n_kv_head, head_dim) = shape;
+        let schedule = [(0, 67), (67, 20), (87, 1)];
+        let (kv_cols, capacity, history) = (n_kv_head * head_dim, 100, 88);
+        let k_cache = gpu.zeros(capacity, kv_cols).unwrap();
+        let v_cache = gpu.zeros(capacity, kv_cols).unwrap();
+        let k_hist = rng.vec(history * kv_cols);
+        let v_hist: Vec<f32> = rng.vec(history * kv_cols).iter().map(|v| v * 3.0).collect();
+        for (pos0, rows) in schedule {
+            let q: Vec<f32> = rng
+                .vec(rows * n_head * head_dim)
+                .iter()
+                .map(|v| v * 4.0)
+                .collect();
+            let kv = pos0 * kv_cols..(pos0 + rows) * kv_cols;
+            let qt = gpu.upload(rows, n_head * head_dim, &q).unwrap();
+            let kt = gpu.upload(rows, kv_cols, &k_hist[kv.clone()]).unwrap();
+            let vt = gpu.upload(rows, kv_cols, &v_hist[kv.clone()]).unwrap();
+            let out = gpu
+                .attention(
+                    &qt,
+                    &kt,
+                    &vt,
+                    &k_cache,
+                    &v_cache,
+                    pos0,
+                    AttentionShape {
+                        n_head,
+                        n_kv_head,
+                        head_dim,
+                    },
+                )
+                .unwrap();
+            let want = reference_attention(&q, &k_hist, &v_hist, pos0, shape);
+            let what = format!("attention {shape:?}, {rows} rows at {pos0}");
+            assert_close(&what, &read_all(gpu, &out), &want);
+        }
+        assert_eq!(gpu.read_rows(&k_cache, 0, history).unwrap(), k_hist);
+        assert_eq!(gpu.read_rows(&v_cache, 0, history).unwrap(), v_hist);
     }
-    let cached = gpu.read_rows(&v_cache, 0, prefill + 1).unwrap();
-    assert_eq!(cached, v_hist);
 }
 
 #[test]
