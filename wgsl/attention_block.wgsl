@@ -7,7 +7,9 @@
 //   memory), masked to keys 0..=pos0+t; then per row the running max and sum, and the weights;
 //   then the output rows, rescaled, plus weights·V over value slices of VALUE_SLICE dims.
 // The workgroup also writes its tokens' k and v into cache rows pos0..; keys of this call are read
-// from k_new and v_new, so no workgroup reads cache rows that another one writes.
+// from k_new and v_new, so no workgroup reads cache rows that another one writes. With `gated`
+// the output is multiplied by sigmoid(gate), the gate half of each 2·head_dim group of
+// `gate_src` (the q projection's output); otherwise gate_src is unread.
 
 struct Params {
     n_head: u32,
@@ -15,9 +17,9 @@ struct Params {
     head_dim: u32,
     rows: u32,
     pos0: u32,
-    kv_cols: u32,
     scale: f32,
     tokens_per_block: u32,
+    gated: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -27,6 +29,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> k_cache: array<f32>;
 @group(0) @binding(5) var<storage, read_write> v_cache: array<f32>;
 @group(0) @binding(6) var<storage, read_write> out: array<f32>;
+@group(0) @binding(7) var<storage, read> gate_src: array<f32>;
 
 const THREADS: u32 = 256u;
 const ROWS: u32 = 64u;
@@ -53,17 +56,19 @@ var<workgroup> row_rescale: array<f32, ROWS>;
 
 // Column `col` of key row j: rows before pos0 from the cache, this call's from k_new.
 fn key_at(j: u32, col: u32) -> f32 {
+    let kv_cols = p.n_kv_head * p.head_dim;
     if (j < p.pos0) {
-        return k_cache[j * p.kv_cols + col];
+        return k_cache[j * kv_cols + col];
     }
-    return k_new[(j - p.pos0) * p.kv_cols + col];
+    return k_new[(j - p.pos0) * kv_cols + col];
 }
 
 fn value_at(j: u32, col: u32) -> f32 {
+    let kv_cols = p.n_kv_head * p.head_dim;
     if (j < p.pos0) {
-        return v_cache[j * p.kv_cols + col];
+        return v_cache[j * kv_cols + col];
     }
-    return v_new[(j - p.pos0) * p.kv_cols + col];
+    return v_new[(j - p.pos0) * kv_cols + col];
 }
 
 @compute @workgroup_size(THREADS)
@@ -82,14 +87,15 @@ fn main(
     let group = p.n_head / p.n_kv_head;
     let tokens = min(p.tokens_per_block, p.rows - first_token);
     let live_rows = tokens * group;
+    let kv_cols = p.n_kv_head * p.head_dim;
     let kv_base = kvh * p.head_dim;
     // Row r of the block is token first_token + r / group, q head kvh·group + r % group.
 
     for (var e = lid; e < tokens * p.head_dim; e += THREADS) {
         let t = first_token + e / p.head_dim;
         let col = kv_base + e % p.head_dim;
-        k_cache[(p.pos0 + t) * p.kv_cols + col] = k_new[t * p.kv_cols + col];
-        v_cache[(p.pos0 + t) * p.kv_cols + col] = v_new[t * p.kv_cols + col];
+        k_cache[(p.pos0 + t) * kv_cols + col] = k_new[t * kv_cols + col];
+        v_cache[(p.pos0 + t) * kv_cols + col] = v_new[t * kv_cols + col];
     }
     if (lid < ROWS) {
         row_max[lid] = NEG_HUGE;
@@ -212,7 +218,12 @@ fn main(
             for (var i = 0u; i < VALUE_LANE; i++) {
                 let d = slice * VALUE_SLICE + value_dim + i;
                 if (d < p.head_dim) {
-                    out[(t * p.n_head + h) * p.head_dim + d] = acc[slice * VALUE_LANE + i] / total;
+                    var o = acc[slice * VALUE_LANE + i] / total;
+                    if (p.gated != 0u) {
+                        let gate = gate_src[((t * p.n_head + h) * 2u + 1u) * p.head_dim + d];
+                        o *= 1.0 / (1.0 + exp(-gate));
+                    }
+                    out[(t * p.n_head + h) * p.head_dim + d] = o;
                 }
             }
         }

@@ -166,3 +166,16 @@ impl Wgpu {
         }
     }
 }
+
+/// The device for the unit tests of the backend's modules, or None without an adapter (a
+/// failure with QWEN35_REQUIRE_GPU=1).
+#[cfg(test)]
+fn test_gpu() -> Option<Wgpu> {
+    match Wgpu::new() {
+        Ok(gpu) => Some(gpu),
+        Err(e) if std::env::var("QWEN35_REQUIRE_GPU").as_deref() == Ok("1") => {
+            panic!("QWEN35_REQUIRE_GPU=1 but no GPU: {e}")
+        }
+        Err(_) => None,
+    }
+}

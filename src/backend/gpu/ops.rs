@@ -460,7 +460,7 @@ impl Wgpu {
         )
         .map_err(|d| shape_error("attention", d))?;
         if q.rows >= ATTENTION_BLOCK_MIN_ROWS && Wgpu::attention_block_fits(shape) {
-            return self.attention_block(q, k, v, k_cache, v_cache, pos0, shape);
+            return self.attention_block(q, k, v, k_cache, v_cache, pos0, shape, None);
         }
         let out = self.output(q.rows, q.cols)?;
         let scale = 1.0 / (head_dim as f32).sqrt();
