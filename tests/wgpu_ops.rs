@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use half::{bf16, f16};
 use qwen35::backend::gpu::{
-    GpuError, GpuTensor, Wgpu, ATTENTION_BLOCK_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS,
+    GpuError, GpuTensor, Wgpu, ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS,
 };
 use qwen35::backend::{AttentionShape, DeltaNetShape};
 use qwen35::quant::GgmlType;
@@ -383,14 +383,14 @@ fn reference_attention(
     out
 }
 
-/// Prefills (by blocks of query tokens from ATTENTION_BLOCK_MIN_ROWS rows on), a second prefill
+/// Prefills (by blocks of query tokens from ATTENTION_PREFILL_MIN_ROWS rows on), a second prefill
 /// after them, and a decode step, for GQA groups of 3, 1 and 8 and head dims off the kernels'
 /// slices; the cache must end up holding every k and v row.
 #[test]
 fn attention_prefill_then_decode() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng::new(8);
-    const { assert!(ATTENTION_BLOCK_MIN_ROWS <= 20) };
+    const { assert!(ATTENTION_PREFILL_MIN_ROWS <= 20) };
     for shape in [(6, 2, 40), (3, 3, 130), (8, 1, 256)] {
         let (n_head, n_kv_head, head_dim) = shape;
         let schedule = [(0, 67), (67, 20), (87, 1)];

@@ -4,7 +4,7 @@
 //! the kernels; tensors larger than one storage binding are split into row ranges. Ops record
 //! dispatches into one compute pass; only a readback submits and waits (see [`recorder`]).
 
-mod attention_block;
+mod attention_prefill;
 mod backend;
 mod cooperative;
 mod delta_chunks;
@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 pub use error::GpuError;
 pub use kernels::{kernel_sources, KernelSource, WeightFormat};
 pub use memory::{GpuTensor, GpuWeight};
-pub use ops::{ATTENTION_BLOCK_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS};
+pub use ops::{ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS};
 
 use kernels::Pipelines;
 use recorder::Recorder;

@@ -14,9 +14,9 @@ const MAX_HEAD_DIM: usize = 256;
 const MAX_K_DIM: usize = 256;
 /// State columns per workgroup of the delta-rule kernel (WGSL `COLS`).
 const DELTA_RULE_COLS: usize = 16;
-/// Query rows from which attention runs by blocks of tokens (attention_block.rs) instead of
+/// Query rows from which attention runs by blocks of tokens (attention_prefill.rs) instead of
 /// one workgroup per query row and head.
-pub const ATTENTION_BLOCK_MIN_ROWS: usize = 8;
+pub const ATTENTION_PREFILL_MIN_ROWS: usize = 8;
 /// Rows from which the delta rule runs by chunks (delta_chunks.rs) instead of token by token.
 pub const DELTA_RULE_CHUNK_MIN_ROWS: usize = 8;
 /// Weight rows and tokens per workgroup of the tiled GEMM (WGSL `TILE_ROWS`, `TILE_TOKENS`).
@@ -459,8 +459,8 @@ impl Wgpu {
             shape,
         )
         .map_err(|d| shape_error("attention", d))?;
-        if q.rows >= ATTENTION_BLOCK_MIN_ROWS && Wgpu::attention_block_fits(shape) {
-            return self.attention_block(q, k, v, k_cache, v_cache, pos0, shape, None);
+        if q.rows >= ATTENTION_PREFILL_MIN_ROWS && Wgpu::attention_prefill_fits(shape) {
+            return self.attention_prefill(q, k, v, k_cache, v_cache, pos0, shape, None);
         }
         let out = self.output(q.rows, q.cols)?;
         let scale = 1.0 / (head_dim as f32).sqrt();

@@ -1,4 +1,4 @@
-//! Attention for many query rows at once (prefill): attention_block.wgsl takes a block of query
+//! Attention for many query rows at once (prefill): attention_prefill.wgsl takes a block of query
 //! tokens with all q heads of one kv head per workgroup, so that keys and values are read once
 //! per block instead of once per query row and head.
 
@@ -11,9 +11,9 @@ use crate::backend::AttentionShape;
 const ROWS: usize = 64;
 
 impl Wgpu {
-    /// Whether [`Wgpu::attention_block`] takes this shape: a kv head's q heads must fit one
+    /// Whether [`Wgpu::attention_prefill`] takes this shape: a kv head's q heads must fit one
     /// workgroup's rows.
-    pub(super) fn attention_block_fits(shape: AttentionShape) -> bool {
+    pub(super) fn attention_prefill_fits(shape: AttentionShape) -> bool {
         shape.n_head / shape.n_kv_head <= ROWS
     }
 
@@ -21,7 +21,7 @@ impl Wgpu {
     /// output times sigmoid of the gate halves of `gate` (each head's 2·head_dim columns are
     /// [query | gate]) if given.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn attention_block(
+    pub(super) fn attention_prefill(
         &self,
         q: &GpuTensor,
         k: &GpuTensor,
@@ -46,7 +46,7 @@ impl Wgpu {
             .map(|b| pos0 + ((b + 1) * tokens_per_block).min(q.rows))
             .sum();
         self.record(
-            Kernel::AttentionBlock,
+            Kernel::AttentionPrefill,
             &[
                 n_head as u32,
                 n_kv_head as u32,
@@ -114,7 +114,7 @@ mod tests {
         let v_cache = gpu.zeros(rows, kv_cols).unwrap();
         let run = |gate: Option<&GpuTensor>| {
             let out = gpu
-                .attention_block(&q, &k, &v, &k_cache, &v_cache, 0, shape, gate)
+                .attention_prefill(&q, &k, &v, &k_cache, &v_cache, 0, shape, gate)
                 .unwrap();
             gpu.read_rows(&out, 0, rows).unwrap()
         };
