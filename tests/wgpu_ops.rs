@@ -6,7 +6,9 @@ use std::io::Write;
 use std::sync::OnceLock;
 
 use half::{bf16, f16};
-use qwen35::backend::gpu::{GpuError, GpuTensor, Wgpu, GEMM_MIN_ROWS};
+use qwen35::backend::gpu::{
+    GpuError, GpuTensor, Wgpu, ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS,
+};
 use qwen35::backend::{AttentionShape, DeltaNetShape};
 use qwen35::quant::GgmlType;
 
@@ -381,57 +383,54 @@ fn reference_attention(
     out
 }
 
+/// Prefills (by blocks of query tokens from ATTENTION_PREFILL_MIN_ROWS rows on), a second prefill
+/// after them, and a decode step, for GQA groups of 3, 1 and 8 and head dims off the kernels'
+/// slices; the cache must end up holding every k and v row.
 #[test]
 fn attention_prefill_then_decode() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng::new(8);
-    // The widest head the kernel takes, and a narrow one that leaves invocations idle.
-    for shape in [(6, 2, 40), (4, 1, 256)] {
-        attention_case(gpu, &mut rng, shape);
+    const { assert!(ATTENTION_PREFILL_MIN_ROWS <= 20) };
+    for shape in [(6, 2, 40), (3, 3, 132), (8, 1, 256)] {
+        let (n_head, n_kv_head, head_dim) = shape;
+        let schedule = [(0, 67), (67, 20), (87, 1)];
+        let (kv_cols, capacity, history) = (n_kv_head * head_dim, 100, 88);
+        let k_cache = gpu.zeros(capacity, kv_cols).unwrap();
+        let v_cache = gpu.zeros(capacity, kv_cols).unwrap();
+        let k_hist = rng.vec(history * kv_cols);
+        let v_hist: Vec<f32> = rng.vec(history * kv_cols).iter().map(|v| v * 3.0).collect();
+        for (pos0, rows) in schedule {
+            let q: Vec<f32> = rng
+                .vec(rows * n_head * head_dim)
+                .iter()
+                .map(|v| v * 4.0)
+                .collect();
+            let kv = pos0 * kv_cols..(pos0 + rows) * kv_cols;
+            let qt = gpu.upload(rows, n_head * head_dim, &q).unwrap();
+            let kt = gpu.upload(rows, kv_cols, &k_hist[kv.clone()]).unwrap();
+            let vt = gpu.upload(rows, kv_cols, &v_hist[kv.clone()]).unwrap();
+            let out = gpu
+                .attention(
+                    &qt,
+                    &kt,
+                    &vt,
+                    &k_cache,
+                    &v_cache,
+                    pos0,
+                    AttentionShape {
+                        n_head,
+                        n_kv_head,
+                        head_dim,
+                    },
+                )
+                .unwrap();
+            let want = reference_attention(&q, &k_hist, &v_hist, pos0, shape);
+            let what = format!("attention {shape:?}, {rows} rows at {pos0}");
+            assert_close(&what, &read_all(gpu, &out), &want);
+        }
+        assert_eq!(gpu.read_rows(&k_cache, 0, history).unwrap(), k_hist);
+        assert_eq!(gpu.read_rows(&v_cache, 0, history).unwrap(), v_hist);
     }
-}
-
-fn attention_case(gpu: &Wgpu, rng: &mut Rng, shape: (usize, usize, usize)) {
-    let (n_head, n_kv_head, head_dim) = shape;
-    let (kv_cols, capacity, prefill) = (n_kv_head * head_dim, 80, 67);
-    let k_cache = gpu.zeros(capacity, kv_cols).unwrap();
-    let v_cache = gpu.zeros(capacity, kv_cols).unwrap();
-    let k_hist = rng.vec((prefill + 1) * kv_cols);
-    let v_hist: Vec<f32> = rng
-        .vec((prefill + 1) * kv_cols)
-        .iter()
-        .map(|v| v * 3.0)
-        .collect();
-    for (pos0, rows) in [(0, prefill), (prefill, 1)] {
-        let q: Vec<f32> = rng
-            .vec(rows * n_head * head_dim)
-            .iter()
-            .map(|v| v * 4.0)
-            .collect();
-        let kv = pos0 * kv_cols..(pos0 + rows) * kv_cols;
-        let qt = gpu.upload(rows, n_head * head_dim, &q).unwrap();
-        let kt = gpu.upload(rows, kv_cols, &k_hist[kv.clone()]).unwrap();
-        let vt = gpu.upload(rows, kv_cols, &v_hist[kv.clone()]).unwrap();
-        let out = gpu
-            .attention(
-                &qt,
-                &kt,
-                &vt,
-                &k_cache,
-                &v_cache,
-                pos0,
-                AttentionShape {
-                    n_head,
-                    n_kv_head,
-                    head_dim,
-                },
-            )
-            .unwrap();
-        let want = reference_attention(&q, &k_hist, &v_hist, pos0, shape);
-        assert_close(&format!("attention at {pos0}"), &read_all(gpu, &out), &want);
-    }
-    let cached = gpu.read_rows(&v_cache, 0, prefill + 1).unwrap();
-    assert_eq!(cached, v_hist);
 }
 
 #[test]
@@ -499,69 +498,155 @@ fn delta_net_gates_against_reference() {
     assert_close("beta", &read_all(gpu, &b), &want_b);
 }
 
+/// The gated delta rule token by token on the host: returns o, updates `s` (one row of
+/// k_dim × v_dim per value head, key index major).
+#[allow(clippy::too_many_arguments)]
+fn reference_delta_rule(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    g: &[f32],
+    beta: &[f32],
+    s: &mut [f32],
+    (n_k_head, n_v_head, k_dim, v_dim): (usize, usize, usize, usize),
+) -> Vec<f32> {
+    let rows = g.len() / n_v_head;
+    let mut out = vec![0f32; rows * n_v_head * v_dim];
+    for t in 0..rows {
+        for h in 0..n_v_head {
+            let kh = (t * n_k_head + h % n_k_head) * k_dim;
+            let s = &mut s[h * k_dim * v_dim..(h + 1) * k_dim * v_dim];
+            let decay = g[t * n_v_head + h].exp();
+            s.iter_mut().for_each(|x| *x *= decay);
+            for j in 0..v_dim {
+                let recalled: f32 = (0..k_dim).map(|i| s[i * v_dim + j] * k[kh + i]).sum();
+                let delta = beta[t * n_v_head + h] * (v[(t * n_v_head + h) * v_dim + j] - recalled);
+                for i in 0..k_dim {
+                    s[i * v_dim + j] += k[kh + i] * delta;
+                }
+                out[(t * n_v_head + h) * v_dim + j] =
+                    (0..k_dim).map(|i| s[i * v_dim + j] * q[kh + i]).sum();
+            }
+        }
+    }
+    out
+}
+
+/// Random delta-rule inputs for `rows` tokens: unit q and k per key head, g ≤ 0 (down to
+/// −`decay`), β in [0, 1).
+fn delta_rule_inputs(
+    rng: &mut Rng,
+    rows: usize,
+    (n_k_head, n_v_head, k_dim, v_dim): (usize, usize, usize, usize),
+    decay: f32,
+) -> [Vec<f32>; 5] {
+    let unit = |v: Vec<f32>| -> Vec<f32> {
+        v.chunks_exact(k_dim)
+            .flat_map(|c| {
+                let n = dot(c, c).sqrt();
+                c.iter().map(move |x| x / n).collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let q = unit(rng.vec(rows * n_k_head * k_dim));
+    let k = unit(rng.vec(rows * n_k_head * k_dim));
+    let v = rng.vec(rows * n_v_head * v_dim);
+    let g = rng
+        .vec(rows * n_v_head)
+        .iter()
+        .map(|x| -x.abs() * decay)
+        .collect();
+    let beta = rng.vec(rows * n_v_head).iter().map(|x| x.abs()).collect();
+    [q, k, v, g, beta]
+}
+
+/// `gpu.delta_rule` on rows `range` of the inputs.
+fn gpu_delta_rule(
+    gpu: &Wgpu,
+    [q, k, v, g, beta]: &[Vec<f32>; 5],
+    range: std::ops::Range<usize>,
+    state: &GpuTensor,
+    (n_k_head, n_v_head, k_dim, v_dim): (usize, usize, usize, usize),
+) -> Vec<f32> {
+    let rows = range.len();
+    let up = |x: &[f32], cols: usize| {
+        gpu.upload(rows, cols, &x[range.start * cols..range.end * cols])
+            .unwrap()
+    };
+    let out = gpu
+        .delta_rule(
+            &up(q, n_k_head * k_dim),
+            &up(k, n_k_head * k_dim),
+            &up(v, n_v_head * v_dim),
+            &up(g, n_v_head),
+            &up(beta, n_v_head),
+            state,
+            DeltaNetShape {
+                n_k_head,
+                n_v_head,
+                k_dim,
+                v_dim,
+            },
+        )
+        .unwrap();
+    read_all(gpu, &out)
+}
+
 #[test]
 fn delta_rule_against_reference() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng::new(11);
-    let (n_k_head, n_v_head, k_dim, v_dim) = (2, 4, 24, 70);
+    let shape = (2, 4, 24, 70);
+    let (_, n_v_head, k_dim, v_dim) = shape;
     let state = gpu.zeros(n_v_head, k_dim * v_dim).unwrap();
     let mut s_ref = vec![0f32; n_v_head * k_dim * v_dim];
     for rows in [3, 1] {
-        let unit = |v: Vec<f32>| -> Vec<f32> {
-            v.chunks_exact(k_dim)
-                .flat_map(|c| {
-                    let n = dot(c, c).sqrt();
-                    c.iter().map(move |x| x / n).collect::<Vec<_>>()
-                })
-                .collect()
-        };
-        let q = unit(rng.vec(rows * n_k_head * k_dim));
-        let k = unit(rng.vec(rows * n_k_head * k_dim));
-        let v = rng.vec(rows * n_v_head * v_dim);
-        let g: Vec<f32> = rng.vec(rows * n_v_head).iter().map(|x| -x.abs()).collect();
-        let beta: Vec<f32> = rng.vec(rows * n_v_head).iter().map(|x| x.abs()).collect();
-        let mut want = vec![0f32; rows * n_v_head * v_dim];
-        for t in 0..rows {
-            for h in 0..n_v_head {
-                let kh = (t * n_k_head + h % n_k_head) * k_dim;
-                let s = &mut s_ref[h * k_dim * v_dim..(h + 1) * k_dim * v_dim];
-                let decay = g[t * n_v_head + h].exp();
-                s.iter_mut().for_each(|x| *x *= decay);
-                for j in 0..v_dim {
-                    let recalled: f32 = (0..k_dim).map(|i| s[i * v_dim + j] * k[kh + i]).sum();
-                    let delta =
-                        beta[t * n_v_head + h] * (v[(t * n_v_head + h) * v_dim + j] - recalled);
-                    for i in 0..k_dim {
-                        s[i * v_dim + j] += k[kh + i] * delta;
-                    }
-                    want[(t * n_v_head + h) * v_dim + j] =
-                        (0..k_dim).map(|i| s[i * v_dim + j] * q[kh + i]).sum();
-                }
-            }
-        }
-        let up = |x: &[f32], cols| gpu.upload(rows, cols, x).unwrap();
-        let out = gpu
-            .delta_rule(
-                &up(&q, n_k_head * k_dim),
-                &up(&k, n_k_head * k_dim),
-                &up(&v, n_v_head * v_dim),
-                &up(&g, n_v_head),
-                &up(&beta, n_v_head),
-                &state,
-                DeltaNetShape {
-                    n_k_head,
-                    n_v_head,
-                    k_dim,
-                    v_dim,
-                },
-            )
-            .unwrap();
-        assert_close(
-            &format!("delta_rule {rows} rows"),
-            &read_all(gpu, &out),
-            &want,
-        );
+        let inputs = delta_rule_inputs(&mut rng, rows, shape, 1.0);
+        let [q, k, v, g, beta] = &inputs;
+        let want = reference_delta_rule(q, k, v, g, beta, &mut s_ref, shape);
+        let got = gpu_delta_rule(gpu, &inputs, 0..rows, &state, shape);
+        assert_close(&format!("delta_rule {rows} rows"), &got, &want);
         assert_close("delta state", &read_all(gpu, &state), &s_ref);
+    }
+}
+
+/// Many rows take the chunked delta rule: against the same rows fed one per call (the token by
+/// token kernel) and the host recurrence, at lengths around the chunk of 64, k_dim and v_dim off
+/// the kernels' blocks, the state carried from call to call.
+#[test]
+fn chunked_delta_rule_matches_token_by_token() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(14);
+    let shape = (2, 6, 40, 70);
+    let (_, n_v_head, k_dim, v_dim) = shape;
+    let chunked_state = gpu.zeros(n_v_head, k_dim * v_dim).unwrap();
+    let token_state = gpu.zeros(n_v_head, k_dim * v_dim).unwrap();
+    let mut s_ref = vec![0f32; n_v_head * k_dim * v_dim];
+    // One row per call must take the token by token kernel.
+    const { assert!(DELTA_RULE_CHUNK_MIN_ROWS > 1) };
+    for (rows, decay) in [
+        (DELTA_RULE_CHUNK_MIN_ROWS, 1.0),
+        (64, 0.3),
+        (130, 3.0),
+        (65, 0.05),
+    ] {
+        let inputs = delta_rule_inputs(&mut rng, rows, shape, decay);
+        let [q, k, v, g, beta] = &inputs;
+        let want = reference_delta_rule(q, k, v, g, beta, &mut s_ref, shape);
+        let chunked = gpu_delta_rule(gpu, &inputs, 0..rows, &chunked_state, shape);
+        let by_token: Vec<f32> = (0..rows)
+            .flat_map(|t| gpu_delta_rule(gpu, &inputs, t..t + 1, &token_state, shape))
+            .collect();
+        let what = format!("chunked delta_rule, {rows} rows");
+        assert_close(&format!("{what} vs token by token"), &chunked, &by_token);
+        assert_close(&format!("{what} vs host"), &chunked, &want);
+        let state = read_all(gpu, &chunked_state);
+        assert_close(
+            &format!("{what}: state"),
+            &state,
+            &read_all(gpu, &token_state),
+        );
+        assert_close(&format!("{what}: state vs host"), &state, &s_ref);
     }
 }
 

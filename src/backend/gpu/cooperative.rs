@@ -276,16 +276,9 @@ mod tests {
     use super::*;
     use half::f16;
 
-    /// A device with the scratch kernels built, unless there is none (QWEN35_REQUIRE_GPU=1 makes
-    /// that a failure).
+    /// A device with the scratch kernels built, if there is one.
     fn gpu() -> Option<Wgpu> {
-        let mut gpu = match Wgpu::new() {
-            Ok(gpu) => gpu,
-            Err(e) if std::env::var("QWEN35_REQUIRE_GPU").as_deref() == Ok("1") => {
-                panic!("QWEN35_REQUIRE_GPU=1 but no GPU: {e}")
-            }
-            Err(_) => return None,
-        };
+        let mut gpu = super::super::test_gpu()?;
         let mut kernels = vec![Kernel::HalfActivations];
         kernels.extend(super::super::WeightFormat::ALL.map(Kernel::HalfWeights));
         for kernel in kernels {

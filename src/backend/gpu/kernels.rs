@@ -177,11 +177,17 @@ pub enum Kernel {
     Attention,
     AttentionBlocks,
     AttentionCombine,
+    /// Attention for many query rows at once (prefill), by blocks of query tokens.
+    AttentionPrefill,
     Conv1dSilu,
     ConvQkvNorm,
     Argmax,
     DeltaNetGates,
     DeltaRule,
+    /// The key-side factors of every chunk of the chunked delta rule.
+    DeltaRuleChunkFactors,
+    /// The chunked delta rule over the factors, carrying the state.
+    DeltaRuleChunked,
 }
 
 impl Kernel {
@@ -211,11 +217,14 @@ impl Kernel {
             Kernel::Attention,
             Kernel::AttentionBlocks,
             Kernel::AttentionCombine,
+            Kernel::AttentionPrefill,
             Kernel::Conv1dSilu,
             Kernel::ConvQkvNorm,
             Kernel::Argmax,
             Kernel::DeltaNetGates,
             Kernel::DeltaRule,
+            Kernel::DeltaRuleChunkFactors,
+            Kernel::DeltaRuleChunked,
         ]);
         all
     }
@@ -255,11 +264,14 @@ impl Kernel {
             Kernel::Attention | Kernel::AttentionBlocks | Kernel::AttentionCombine => {
                 "attention".into()
             }
+            Kernel::AttentionPrefill => "attention prefill".into(),
             Kernel::Conv1dSilu => "conv1d_silu".into(),
             Kernel::ConvQkvNorm => "conv_qkv_norm".into(),
             Kernel::Argmax => "argmax".into(),
             Kernel::DeltaNetGates => "delta_net_gates".into(),
             Kernel::DeltaRule => "delta_rule".into(),
+            Kernel::DeltaRuleChunkFactors => "delta_rule chunk factors".into(),
+            Kernel::DeltaRuleChunked => "delta_rule chunked".into(),
         }
     }
 
@@ -336,6 +348,9 @@ impl Kernel {
             Kernel::Argmax => files.push(wgsl!("argmax")),
             Kernel::DeltaNetGates => files.extend([SOFTPLUS, wgsl!("delta_net_gates")]),
             Kernel::DeltaRule => files.extend([SOFTPLUS, wgsl!("delta_rule")]),
+            Kernel::AttentionPrefill => files.push(wgsl!("attention_prefill")),
+            Kernel::DeltaRuleChunkFactors => files.push(wgsl!("delta_rule_chunk_factors")),
+            Kernel::DeltaRuleChunked => files.push(wgsl!("delta_rule_chunked")),
         }
         files
     }

@@ -4,8 +4,10 @@
 //! the kernels; tensors larger than one storage binding are split into row ranges. Ops record
 //! dispatches into one compute pass; only a readback submits and waits (see [`recorder`]).
 
+mod attention_prefill;
 mod backend;
 mod cooperative;
+mod delta_chunks;
 mod error;
 mod kernels;
 mod memory;
@@ -18,7 +20,7 @@ use std::sync::{Arc, Mutex};
 pub use error::GpuError;
 pub use kernels::{kernel_sources, KernelSource, WeightFormat};
 pub use memory::{GpuTensor, GpuWeight};
-pub use ops::GEMM_MIN_ROWS;
+pub use ops::{ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS};
 
 use kernels::Pipelines;
 pub(crate) use recorder::Program;
@@ -227,5 +229,18 @@ impl Wgpu {
             },
             Err(_) => Err(GpuError::Device("error sink poisoned".into())),
         }
+    }
+}
+
+/// The device for the unit tests of the backend's modules, or None without an adapter (a
+/// failure with QWEN35_REQUIRE_GPU=1).
+#[cfg(test)]
+fn test_gpu() -> Option<Wgpu> {
+    match Wgpu::new() {
+        Ok(gpu) => Some(gpu),
+        Err(e) if std::env::var("QWEN35_REQUIRE_GPU").as_deref() == Ok("1") => {
+            panic!("QWEN35_REQUIRE_GPU=1 but no GPU: {e}")
+        }
+        Err(_) => None,
     }
 }

@@ -18,6 +18,11 @@ const ARGMAX_CHUNK: usize = 4096;
 const CONV_QKV_CHANNELS_PER_INVOCATION: usize = 4;
 /// State columns per workgroup of the delta-rule kernel (WGSL `COLS`).
 const DELTA_RULE_COLS: usize = 16;
+/// Query rows from which attention runs by blocks of tokens (attention_prefill.rs) instead of
+/// one workgroup per query row and head.
+pub const ATTENTION_PREFILL_MIN_ROWS: usize = 8;
+/// Rows from which the delta rule runs by chunks (delta_chunks.rs) instead of token by token.
+pub const DELTA_RULE_CHUNK_MIN_ROWS: usize = 8;
 /// Weight rows and tokens per workgroup of the tiled GEMM (WGSL `TILE_ROWS`, `TILE_TOKENS`).
 const GEMM_TILE: usize = 64;
 /// Rows of x from which matmul runs the tiled GEMM instead of one GEMV per row: below it the
@@ -749,6 +754,9 @@ impl Wgpu {
             shape,
         )
         .map_err(|d| shape_error("attention", d))?;
+        if q.rows >= ATTENTION_PREFILL_MIN_ROWS && Wgpu::attention_prefill_fits(shape) {
+            return self.attention_prefill(q, k, v, k_cache, v_cache, pos0, shape, gate);
+        }
         let scale = 1.0 / (head_dim as f32).sqrt();
         if q.rows == 1 {
             return self.decode_attention(q, k, v, k_cache, v_cache, pos0, shape, gate);
@@ -1067,6 +1075,15 @@ impl Wgpu {
                     q.rows, q.cols, v.rows, v.cols, gate.rows, gate.cols, state.rows, state.cols
                 ),
             ));
+        }
+        if n >= DELTA_RULE_CHUNK_MIN_ROWS {
+            // The chunked kernel takes the gates computed (one more dispatch, once a prefill).
+            if raw {
+                let (g, beta) =
+                    self.delta_net_gates(gate, strength, gate_params[0], gate_params[1])?;
+                return self.delta_rule_chunked(q, k, v, &g, &beta, state, shape);
+            }
+            return self.delta_rule_chunked(q, k, v, gate, strength, state, shape);
         }
         let out = self.output(n, n_v_head * v_dim)?;
         let column_chunks = v_dim.div_ceil(DELTA_RULE_COLS);

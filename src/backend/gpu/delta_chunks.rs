@@ -1,0 +1,105 @@
+//! The gated delta rule over many tokens by chunks of 64 (QWEN35.md §5.5), equal to the token by
+//! token recurrence up to rounding. The key-side factors of every chunk are independent of the
+//! state, so one dispatch computes them for all chunks at once; a second walks the chunks in
+//! order per (value head, block of state columns), updating the state once per chunk instead of
+//! once per token.
+
+use super::kernels::Kernel;
+use super::ops::f32_bytes;
+use super::{GpuError, GpuTensor, Wgpu};
+use crate::backend::DeltaNetShape;
+
+/// Tokens per chunk (WGSL `C` of both kernels).
+const CHUNK: usize = 64;
+/// State columns per workgroup of delta_rule_chunked.wgsl (WGSL `COLS`).
+const COLS: usize = 16;
+/// Bytes of chunk factors at most: longer inputs are taken in segments of chunks, the state
+/// carrying over.
+const MAX_FACTOR_BYTES: u64 = 256 << 20;
+
+impl Wgpu {
+    /// [`Wgpu::delta_rule`] by chunks, for operands its shape checks have passed.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn delta_rule_chunked(
+        &self,
+        q: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        g: &GpuTensor,
+        beta: &GpuTensor,
+        state: &GpuTensor,
+        shape: DeltaNetShape,
+    ) -> Result<GpuTensor, GpuError> {
+        let DeltaNetShape {
+            n_k_head,
+            n_v_head,
+            k_dim,
+            v_dim,
+        } = shape;
+        let n = q.rows;
+        let out = self.output(n, n_v_head * v_dim)?;
+        // T', A, W and γ of one chunk of one head.
+        let chunk_floats = 2 * CHUNK * CHUNK + CHUNK * k_dim + CHUNK;
+        let chunks = n.div_ceil(CHUNK);
+        let segment_bytes = (n_v_head * chunk_floats * 4) as u64;
+        let segment =
+            ((MAX_FACTOR_BYTES.min(self.binding_limit) / segment_bytes) as usize).clamp(1, chunks);
+        let factors = self.output(segment * n_v_head, chunk_floats)?;
+        let column_blocks = v_dim.div_ceil(COLS);
+        for first_chunk in (0..chunks).step_by(segment) {
+            let count = segment.min(chunks - first_chunk);
+            let first_row = first_chunk * CHUNK;
+            let rows = (n - first_row).min(count * CHUNK);
+            let qk_bytes = (rows * n_k_head * k_dim * 8) as u64;
+            self.record(
+                Kernel::DeltaRuleChunkFactors,
+                &[
+                    n_k_head as u32,
+                    n_v_head as u32,
+                    k_dim as u32,
+                    n as u32,
+                    first_row as u32,
+                    count as u32,
+                    0,
+                    0,
+                ],
+                &[
+                    &q.buffer,
+                    &k.buffer,
+                    &g.buffer,
+                    &beta.buffer,
+                    &factors.buffer,
+                ],
+                n_v_head * count,
+                qk_bytes + (rows * n_v_head * 8) as u64,
+            )?;
+            self.record(
+                Kernel::DeltaRuleChunked,
+                &[
+                    n_k_head as u32,
+                    n_v_head as u32,
+                    k_dim as u32,
+                    v_dim as u32,
+                    n as u32,
+                    first_row as u32,
+                    count as u32,
+                    column_blocks as u32,
+                ],
+                &[
+                    &q.buffer,
+                    &k.buffer,
+                    &v.buffer,
+                    &factors.buffer,
+                    &state.buffer,
+                    &out.buffer,
+                ],
+                n_v_head * column_blocks,
+                qk_bytes
+                    + (rows * n_v_head * v_dim * 4) as u64
+                    + (count * n_v_head * chunk_floats * 4) as u64
+                    + f32_bytes(&[state]),
+            )?;
+        }
+        Ok(out)
+    }
+}
