@@ -505,7 +505,10 @@ impl Backend for CpuBackend {
 
     fn matmul(&self, x: &CpuTensor, w: &CpuWeight) -> Result<CpuTensor, BackendError> {
         self.op(
-            || format!("matmul {}", w.ty.name()),
+            || {
+                super::weight_profile_class(&w.info.name)
+                    .map_or_else(|| format!("matmul {}", w.ty.name()), String::from)
+            },
             (w.rows * w.row_bytes) as u64 + f32_bytes(&[x]),
             || {
                 let op = "matmul";

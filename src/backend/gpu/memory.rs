@@ -84,6 +84,8 @@ pub(super) struct WeightPart {
 #[derive(Debug)]
 pub struct GpuWeight {
     pub(super) name: String,
+    /// What its matmuls count as in the profile, when not "matmul <type>".
+    pub(super) profile_class: Option<&'static str>,
     pub(super) format: WeightFormat,
     pub(super) rows: usize,
     pub(super) cols: usize,
@@ -364,6 +366,7 @@ impl Wgpu {
         }
         Ok(GpuWeight {
             name: name.into(),
+            profile_class: crate::backend::weight_profile_class(name),
             format,
             rows,
             cols,

@@ -152,11 +152,14 @@ impl Recorder {
     }
 
     /// Records `kernel` over `workgroups` workgroups (folded into two grid dimensions);
-    /// `bytes_read` is what the dispatch reads, for the profile.
+    /// `class` (the kernel's own when None) and `bytes_read`, what the dispatch reads, are for
+    /// the profile.
+    #[allow(clippy::too_many_arguments)]
     pub fn dispatch(
         &self,
         pipelines: &Pipelines,
         kernel: Kernel,
+        class: Option<&'static str>,
         params: &[u32],
         buffers: &[Binding<'_>],
         workgroups: usize,
@@ -209,7 +212,7 @@ impl Recorder {
         });
         state
             .profiler
-            .before_dispatch(&mut open.pass, kernel, bytes_read);
+            .before_dispatch(&mut open.pass, kernel, class, bytes_read);
         open.pass.set_pipeline(pipeline);
         open.pass.set_bind_group(0, &*bind_group, &[]);
         open.pass.dispatch_workgroups(x as u32, y as u32, 1);
