@@ -78,8 +78,32 @@ fn backend<'a>(report: &'a Value, name: &str) -> &'a Value {
 }
 
 /// Matmuls in one token of the tiny preset: 3 Gated DeltaNet layers (qkv, z, β, α, out) and one
-/// attention layer (q, k, v, out), each with a 3-matmul MLP, plus the output matrix.
-const TINY_MATMULS_PER_TOKEN: u64 = 3 * (5 + 3) + (4 + 3) + 1;
+/// attention layer (q, k, v, out), each with a 3-matmul MLP; the output matrix is `lm_head`.
+const TINY_MATMULS_PER_TOKEN: u64 = 3 * (5 + 3) + (4 + 3);
+
+/// The calls of `class` in a profile's op list (0 when the class is absent).
+fn calls(ops: &[Value], class: &str) -> u64 {
+    ops.iter()
+        .filter(|op| op["class"] == class)
+        .map(|op| op["calls"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// A backend's decode profile: the lm_head matmul, the token choice and the token's readback are
+/// classes of their own, once per token (the choice may take more than one call, e.g. the GPU's
+/// two-pass argmax over a large vocabulary).
+fn decode_ops_with_own_classes(backend: &Value, tokens: u64) -> Vec<Value> {
+    let ops = backend
+        .pointer("/run/profile/decode/ops")
+        .and_then(Value::as_array)
+        .expect("decode profile")
+        .clone();
+    for class in ["lm_head", "readback"] {
+        assert_eq!(calls(&ops, class), tokens, "{class} in {ops:#?}");
+    }
+    assert!(calls(&ops, "sampling") >= tokens, "sampling in {ops:#?}");
+    ops
+}
 
 #[test]
 fn cpu_run_reports_rates_roofline_profile_json_and_svg() {
@@ -136,10 +160,7 @@ fn cpu_run_reports_rates_roofline_profile_json_and_svg() {
     );
 
     // The profile counts exactly the ops the forward runs: every matmul of 4 decode tokens.
-    let ops = cpu
-        .pointer("/run/profile/decode/ops")
-        .and_then(Value::as_array)
-        .expect("decode profile");
+    let ops = decode_ops_with_own_classes(cpu, 4);
     let matmuls: u64 = ops
         .iter()
         .filter(|op| {
@@ -151,9 +172,11 @@ fn cpu_run_reports_rates_roofline_profile_json_and_svg() {
         .sum();
     assert_eq!(matmuls, 4 * TINY_MATMULS_PER_TOKEN);
     let all_calls: u64 = ops.iter().map(|op| op["calls"].as_u64().unwrap_or(0)).sum();
+    // The token choice is a backend op (counted as a dispatch); the readback is the engine's.
+    let host_calls = calls(&ops, "readback");
     assert_eq!(
         number(cpu, "/run/dispatches_per_token"),
-        all_calls as f64 / 4.0
+        (all_calls - host_calls) as f64 / 4.0
     );
     let percent: f64 = ops
         .iter()
@@ -236,11 +259,16 @@ fn wgpu_row_is_included_when_an_adapter_exists() {
             "--backend",
             "cpu,wgpu",
             "-p",
-            "8",
+            "8,16",
             "-n",
             "2",
+            "--cpu-prompt",
+            "8",
+            "--cpu-decode",
+            "3",
             "-r",
             "1",
+            "--profile",
         ],
         &outputs.args(),
     );
@@ -254,9 +282,31 @@ fn wgpu_row_is_included_when_an_adapter_exists() {
         eprintln!("skipping the wgpu checks: {error}");
         return;
     }
-    assert!(stdout.lines().any(|l| l.starts_with("wgpu ")), "{stdout}");
+    // Both backends are rows of one table, under one header with every prompt size; the CPU ran
+    // its own sizes and shows none for pp16.
+    let lines: Vec<&str> = stdout.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| l.starts_with("backend "))
+        .expect("a table header");
+    assert_eq!(stdout.matches("\nbackend ").count(), 1, "{stdout}");
+    assert!(lines[header].contains("pp8 tok/s") && lines[header].contains("pp16 tok/s"));
+    assert!(lines[header + 1].starts_with("cpu "), "{stdout}");
+    assert!(lines[header + 2].starts_with("wgpu "), "{stdout}");
+    assert!(lines[header + 1].split_whitespace().any(|cell| cell == "-"));
+    let cpu = backend(&report, "cpu");
+    assert_eq!(cpu.pointer("/run/prefill/0/tokens"), Some(&Value::from(8)));
+    assert!(cpu.pointer("/run/prefill/1").is_none());
+    assert_eq!(cpu.pointer("/run/decode/tokens"), Some(&Value::from(3)));
+    assert_eq!(
+        wgpu.pointer("/run/prefill/1/tokens"),
+        Some(&Value::from(16))
+    );
+    assert_eq!(wgpu.pointer("/run/decode/tokens"), Some(&Value::from(2)));
     assert!(number(wgpu, "/run/decode/tok_per_s/median") > 0.0);
     assert!(number(wgpu, "/run/prefill/0/tok_per_s/median") > 0.0);
+    decode_ops_with_own_classes(wgpu, 2);
+    decode_ops_with_own_classes(cpu, 3);
     // No --peak-gbps: a GPU's peak is not guessed.
     assert!(wgpu.pointer("/run/peak/gbps").is_some_and(Value::is_null));
     assert!(stdout.contains("wgpu: peak unknown"));

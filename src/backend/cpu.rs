@@ -505,7 +505,10 @@ impl Backend for CpuBackend {
 
     fn matmul(&self, x: &CpuTensor, w: &CpuWeight) -> Result<CpuTensor, BackendError> {
         self.op(
-            || format!("matmul {}", w.ty.name()),
+            || {
+                super::weight_profile_class(&w.info.name)
+                    .map_or_else(|| format!("matmul {}", w.ty.name()), String::from)
+            },
             (w.rows * w.row_bytes) as u64 + f32_bytes(&[x]),
             || {
                 let op = "matmul";
@@ -652,6 +655,25 @@ impl Backend for CpuBackend {
                 same_dims("add", x, y)?;
                 x.data.iter_mut().zip(&y.data).for_each(|(a, b)| *a += b);
                 Ok(())
+            },
+        )
+    }
+
+    fn argmax(&self, x: &CpuTensor) -> Result<CpuTensor, BackendError> {
+        self.op(
+            || "sampling".into(),
+            f32_bytes(&[x]),
+            || {
+                let best: Vec<f32> = x
+                    .data
+                    .chunks_exact(x.cols.max(1))
+                    .map(|row| crate::sample::argmax(row) as f32)
+                    .collect();
+                Ok(CpuTensor {
+                    rows: x.rows,
+                    cols: 1,
+                    data: best,
+                })
             },
         )
     }

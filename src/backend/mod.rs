@@ -137,6 +137,14 @@ impl PendingRead {
     }
 }
 
+/// The profile class of every matmul with the weight named `weight`, where it is not the one
+/// the op and weight type give: `lm_head` for the output projection. GGUF names that
+/// `output.weight`, or leaves it out and ties it to `token_embd.weight`, which then takes part
+/// in no other matmul.
+pub fn weight_profile_class(weight: &str) -> Option<&'static str> {
+    matches!(weight, "output.weight" | "token_embd.weight").then_some("lm_head")
+}
+
 /// Work counters and, when profiling is on, time per op class (for `qwen35 bench`).
 #[derive(Clone, Debug, Default)]
 pub struct BackendStats {
@@ -428,6 +436,10 @@ pub trait Backend: Send + Sync {
     fn status(&self) -> Result<(), BackendError> {
         Ok(())
     }
+
+    /// Waits until the work recorded so far has run (a GPU backend records ops and runs them at
+    /// a readback); the profile calls it to time a readback apart from the work before it.
+    fn synchronize(&self) {}
 
     /// Turns per-op-class timing on or off (off costs nothing).
     fn set_profiling(&self, _on: bool) {}

@@ -8,7 +8,7 @@ use super::traffic::{peak_rss_bytes, reset_peak_rss};
 use super::{
     BackendReport, BackendRun, DecodeResult, OpProfile, OpRow, Peak, PrefillResult, Profile, Spread,
 };
-use crate::backend::BackendStats;
+use crate::backend::{BackendStats, OpTiming};
 use crate::gguf::GgufFile;
 use crate::model::forward::SkipLayers;
 use crate::model::{load_engine, BackendKind, Engine, ModelError};
@@ -98,15 +98,18 @@ fn measure(
     }
 
     let mut seconds = Vec::new();
+    let mut timed_counts = BackendStats::default();
     for run in 1..=repeats {
         progress(&format!(
             "{kind}: decode {decode_tokens} tokens, run {run}/{repeats}"
         ));
         engine.reset();
         let next = argmax(&engine.eval(&prompts.take(DECODE_PROMPT), false)?);
+        engine.take_stats();
         let started = Instant::now();
         engine.decode_greedy(next, decode_tokens, &mut |_| true)?;
         seconds.push(started.elapsed().as_secs_f64());
+        timed_counts = engine.take_stats();
     }
     let tok_per_s: Vec<f64> = seconds.iter().map(|s| decode_tokens as f64 / s).collect();
     let ms_per_token: Vec<f64> = seconds
@@ -126,10 +129,17 @@ fn measure(
         &prompts.take(profile_prompt),
         profile_tokens,
     )?;
-    let counted = decode_stats.dispatches > 0;
-    let per_token = |n: u64| Some(n as f64 / profile_tokens as f64).filter(|_| counted);
-    let dispatches_per_token = per_token(decode_stats.dispatches);
-    let submits_per_token = per_token(decode_stats.submits);
+    // A GPU counts on the timed runs themselves; the CPU counts only while profiling. (The
+    // profiled pass would count one submit too many per token: it times each readback apart.)
+    let (counts, counted_tokens) = if timed_counts.dispatches > 0 {
+        (&timed_counts, decode_tokens)
+    } else {
+        (&decode_stats, profile_tokens)
+    };
+    let counted = counts.dispatches > 0;
+    let per_token = |n: u64| Some(n as f64 / counted_tokens as f64).filter(|_| counted);
+    let dispatches_per_token = per_token(counts.dispatches);
+    let submits_per_token = per_token(counts.submits);
     let profile = opts.profile.then(|| Profile {
         prefill: op_profile(&prefill_stats, profile_prompt),
         decode: op_profile(&decode_stats, profile_tokens),
@@ -161,7 +171,8 @@ fn measure(
 }
 
 /// Prefills `prompt` from an empty state, then decodes `tokens` greedily, with profiling on;
-/// returns the backend's counters of each half.
+/// returns the engine's counters of each half, with the time the token choices took as the
+/// class `sampling`.
 fn profiled_pass(
     engine: &mut dyn Engine,
     prompt: &[u32],
@@ -171,13 +182,38 @@ fn profiled_pass(
     engine.set_profiling(true);
     engine.take_stats();
     let result = (|| {
-        let next = argmax(&engine.eval(prompt, false)?);
-        let prefill = engine.take_stats();
+        let mut sampling = Sampling::default();
+        let next = sampling.argmax(&engine.eval(prompt, false)?);
+        let prefill = sampling.added_to(engine.take_stats());
+        // Greedy decoding chooses on the backend: its argmax is in the backend's own counts.
         engine.decode_greedy(next, tokens, &mut |_| true)?;
         Ok((prefill, engine.take_stats()))
     })();
     engine.set_profiling(false);
     result
+}
+
+/// The time spent choosing tokens from logits.
+#[derive(Default)]
+struct Sampling(OpTiming);
+
+impl Sampling {
+    fn argmax(&mut self, logits: &[f32]) -> u32 {
+        let started = Instant::now();
+        let token = argmax(logits);
+        self.0.seconds += started.elapsed().as_secs_f64();
+        self.0.calls += 1;
+        self.0.bytes_read += std::mem::size_of_val(logits) as u64;
+        token
+    }
+
+    /// `stats` with the choices since the last call as one more class.
+    fn added_to(&mut self, mut stats: BackendStats) -> BackendStats {
+        let mut timing = std::mem::take(&mut self.0);
+        timing.class = "sampling".into();
+        stats.ops.push(timing);
+        stats
+    }
 }
 
 fn op_profile(stats: &BackendStats, tokens: usize) -> OpProfile {

@@ -86,10 +86,45 @@ pub struct BackendRun {
     pub share_of_peak: Option<f64>,
     /// The decode roofline: peak GB/s / weight bytes per token.
     pub decode_ceiling_tok_per_s: Option<f64>,
-    /// Per decode token, counted on a profiled pass; None when the backend does not count them.
+    /// Per decode token, counted on the timed runs (the CPU: on a profiled pass); None when the
+    /// backend does not count them.
     pub dispatches_per_token: Option<f64>,
     pub submits_per_token: Option<f64>,
     pub profile: Option<Profile>,
+}
+
+impl Report {
+    /// Every prompt length some backend prefilled, ascending: backends may run sizes of their own
+    /// (`qwen35 bench --cpu-prompt`), and one table or chart shows them all.
+    pub fn prefill_columns(&self) -> Vec<usize> {
+        let mut sizes = self.prompt_sizes.clone();
+        for run in self.backends.iter().filter_map(|b| b.run.as_ref()) {
+            for prefill in &run.prefill {
+                if !sizes.contains(&prefill.tokens) {
+                    sizes.push(prefill.tokens);
+                }
+            }
+        }
+        sizes.sort_unstable();
+        sizes
+    }
+
+    /// The decode length every backend that ran used, if they agree.
+    pub fn common_decode_tokens(&self) -> Option<usize> {
+        let mut runs = self.backends.iter().filter_map(|b| b.run.as_ref());
+        let first = runs.next().map_or(self.decode_tokens, |r| r.decode.tokens);
+        runs.all(|r| r.decode.tokens == first).then_some(first)
+    }
+}
+
+impl BackendRun {
+    /// The prefill rate at a prompt of `tokens`, if this backend ran that size.
+    pub fn prefill_at(&self, tokens: usize) -> Option<Spread> {
+        self.prefill
+            .iter()
+            .find(|p| p.tokens == tokens)
+            .map(|p| p.tok_per_s)
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]

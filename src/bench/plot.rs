@@ -30,17 +30,16 @@ pub fn render_svg(report: &Report) -> String {
         .filter_map(|(i, b)| b.run.as_ref().map(|r| (i, r)))
         .collect();
     let prefill: Vec<Group> = report
-        .prompt_sizes
-        .iter()
-        .enumerate()
-        .map(|(k, &tokens)| Group {
+        .prefill_columns()
+        .into_iter()
+        .map(|tokens| Group {
             label: format!("pp{tokens}"),
             bars: runs
                 .iter()
                 .filter_map(|&(i, run)| {
-                    run.prefill.get(k).map(|p| Bar {
+                    run.prefill_at(tokens).map(|rate| Bar {
                         backend: i,
-                        value: p.tok_per_s.median,
+                        value: rate.median,
                         ceiling: None,
                     })
                 })
@@ -48,7 +47,9 @@ pub fn render_svg(report: &Report) -> String {
         })
         .collect();
     let decode = vec![Group {
-        label: format!("tg{}", report.decode_tokens),
+        label: report
+            .common_decode_tokens()
+            .map_or("tg".into(), |n| format!("tg{n}")),
         bars: runs
             .iter()
             .map(|&(i, run)| Bar {

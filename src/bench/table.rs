@@ -21,10 +21,12 @@ pub fn render_table(report: &Report) -> String {
         bytes(report.weight_bytes_per_token),
     ));
 
+    let columns_of_prefill = report.prefill_columns();
+    let common_decode = report.common_decode_tokens();
     let mut header: Vec<String> = vec!["backend".into(), "load s".into()];
-    header.extend(report.prompt_sizes.iter().map(|p| format!("pp{p} tok/s")));
+    header.extend(columns_of_prefill.iter().map(|p| format!("pp{p} tok/s")));
     header.extend([
-        format!("tg{} tok/s", report.decode_tokens),
+        common_decode.map_or("tg tok/s".into(), |n| format!("tg{n} tok/s")),
         "ms/tok".into(),
         "eff. GB/s".into(),
         "of peak".into(),
@@ -37,8 +39,14 @@ pub fn render_table(report: &Report) -> String {
     for backend in &report.backends {
         match (&backend.run, &backend.error) {
             (Some(run), _) => {
-                rows.push(backend_row(&backend.backend, run));
+                rows.push(backend_row(&backend.backend, run, &columns_of_prefill));
                 notes.push(peak_note(&backend.backend, run));
+                if common_decode.is_none() {
+                    notes.push(format!(
+                        "{}: decode over {} tokens",
+                        backend.backend, run.decode.tokens
+                    ));
+                }
             }
             (None, error) => notes.push(format!(
                 "{}: not run: {}",
@@ -49,6 +57,11 @@ pub fn render_table(report: &Report) -> String {
     }
     out.push_str(&columns(&rows));
     out.push('\n');
+    if rows.iter().flatten().any(|cell| cell == NOT_RUN) {
+        notes.push(format!(
+            "{NOT_RUN}: a prompt size that backend did not run (--cpu-prompt)"
+        ));
+    }
     for note in notes {
         out.push_str(&note);
         out.push('\n');
@@ -56,7 +69,7 @@ pub fn render_table(report: &Report) -> String {
     out.push_str(&format!(
         "tok/s and ms/tok: median [min..max] of {} runs; prefill from an empty state, decode greedy after a 16-token prompt (argmax on the backend, each step queued before the previous token is read).\n\
          peak RSS: the whole process's high-water mark (VmHWM) while each backend ran; GPU memory is not in it.\n\
-         disp/tok, submits/tok: counted on a separate profiled decode pass.\n",
+         disp/tok, submits/tok: counted on the timed decode runs (the CPU, which counts only while profiling: on a separate profiled pass).\n",
         report.repeats
     ));
 
@@ -77,9 +90,16 @@ pub fn render_table(report: &Report) -> String {
     out
 }
 
-fn backend_row(name: &str, run: &BackendRun) -> Vec<String> {
+/// The cell of a prompt size a backend did not run.
+const NOT_RUN: &str = "-";
+
+fn backend_row(name: &str, run: &BackendRun, prefill_columns: &[usize]) -> Vec<String> {
     let mut row = vec![name.to_string(), format!("{:.2}", run.load_seconds)];
-    row.extend(run.prefill.iter().map(|p| spread(p.tok_per_s)));
+    row.extend(
+        prefill_columns
+            .iter()
+            .map(|&tokens| run.prefill_at(tokens).map_or(NOT_RUN.into(), spread)),
+    );
     row.extend([
         spread(run.decode.tok_per_s),
         spread(run.decode.ms_per_token),

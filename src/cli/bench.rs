@@ -56,6 +56,13 @@ struct ModelBenchArgs {
     /// Tokens timed for decode.
     #[arg(short = 'n', long = "decode", value_parser = positive, default_value = "128")]
     decode_tokens: usize,
+    /// Prompt lengths for the CPU backends (cpu, cpu-fast) instead of -p: on a large model the
+    /// CPU takes minutes per prefill at the sizes a GPU is timed at. Same table, own columns.
+    #[arg(long = "cpu-prompt", value_delimiter = ',', value_parser = positive)]
+    cpu_prompt_sizes: Option<Vec<usize>>,
+    /// Decode tokens for the CPU backends instead of -n.
+    #[arg(long = "cpu-decode", value_parser = positive)]
+    cpu_decode_tokens: Option<usize>,
     /// Runs of each measurement (the report gives the median and range).
     #[arg(short = 'r', long = "repeats", value_parser = positive, default_value = "3")]
     repeats: usize,
@@ -166,6 +173,14 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
                 source: PeakSource::Unknown,
             },
         };
+        let cpu = matches!(kind, BackendKind::Cpu | BackendKind::CpuFast);
+        let mut opts = opts.clone();
+        if cpu {
+            if let Some(sizes) = &args.cpu_prompt_sizes {
+                opts.prompt_sizes = sizes.clone();
+            }
+            opts.decode_tokens = args.cpu_decode_tokens.unwrap_or(opts.decode_tokens);
+        }
         backends.push(bench_backend(
             &file,
             kind,

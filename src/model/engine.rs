@@ -11,7 +11,7 @@ use super::ModelError;
 use crate::backend::cpu::{CpuBackend, CpuMode};
 use crate::backend::gpu::Wgpu;
 use crate::backend::metal::Metal;
-use crate::backend::{Backend, BackendStats};
+use crate::backend::{Backend, BackendStats, OpTiming};
 use crate::gguf::GgufFile;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,6 +130,14 @@ pub fn load_engine(
     }
 }
 
+/// The profile class of the logits readbacks, before any.
+fn no_readbacks() -> OpTiming {
+    OpTiming {
+        class: "readback".into(),
+        ..OpTiming::default()
+    }
+}
+
 /// One sequence on one backend.
 pub struct Session<B: Backend> {
     backend: B,
@@ -137,6 +145,8 @@ pub struct Session<B: Backend> {
     weights: Weights<B>,
     state: State<B>,
     skip: SkipLayers,
+    /// With profiling on, the logits readbacks, timed apart from the forward they wait for.
+    readback: Option<OpTiming>,
 }
 
 impl<B: Backend> Session<B> {
@@ -165,6 +175,7 @@ impl<B: Backend> Session<B> {
             weights,
             state,
             skip: SkipLayers::None,
+            readback: None,
         })
     }
 }
@@ -209,10 +220,15 @@ impl<B: Backend> Session<B> {
 impl<B: Backend> Engine for Session<B> {
     fn set_profiling(&mut self, on: bool) {
         self.backend.set_profiling(on);
+        self.readback = on.then(no_readbacks);
     }
 
     fn take_stats(&mut self) -> BackendStats {
-        self.backend.take_stats()
+        let mut stats = self.backend.take_stats();
+        if let Some(readback) = self.readback.as_mut().filter(|r| r.calls > 0) {
+            stats.ops.push(std::mem::replace(readback, no_readbacks()));
+        }
+        stats
     }
 
     fn set_skip(&mut self, skip: SkipLayers) {
@@ -238,7 +254,18 @@ impl<B: Backend> Engine for Session<B> {
         self.check_input(tokens.len(), tokens)?;
         let logits = self.forward(Tokens::Host(tokens), all_logits)?;
         let rows = self.backend.dims(&logits).0;
-        let logits = self.backend.read_rows(&logits, 0, rows);
+        let logits = match &mut self.readback {
+            Some(readback) => {
+                self.backend.synchronize();
+                let started = std::time::Instant::now();
+                let values = self.backend.read_rows(&logits, 0, rows);
+                readback.seconds += started.elapsed().as_secs_f64();
+                readback.calls += 1;
+                readback.bytes_read += std::mem::size_of_val(values.as_slice()) as u64;
+                values
+            }
+            None => self.backend.read_rows(&logits, 0, rows),
+        };
         self.backend.status()?;
         Ok(logits)
     }
@@ -268,7 +295,20 @@ impl<B: Backend> Engine for Session<B> {
             let Some(read) = in_flight.pop_front() else {
                 break;
             };
-            let token = match read.wait().first() {
+            let values = match &mut self.readback {
+                // Profiling: the wait is timed alone, after the queued work has finished.
+                Some(readback) => {
+                    self.backend.synchronize();
+                    let started = std::time::Instant::now();
+                    let values = read.wait();
+                    readback.seconds += started.elapsed().as_secs_f64();
+                    readback.calls += 1;
+                    readback.bytes_read += std::mem::size_of_val(values.as_slice()) as u64;
+                    values
+                }
+                None => read.wait(),
+            };
+            let token = match values.first() {
                 Some(&id) if id >= 0.0 && (id as usize) < self.config.vocab => id as u32,
                 _ => return Err(ModelError::NoTokenRead),
             };

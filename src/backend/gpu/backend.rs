@@ -329,6 +329,14 @@ impl Backend for Wgpu {
         }
     }
 
+    fn synchronize(&self) {
+        if let Err(e) = self.recorder.flush() {
+            self.poison(e);
+        } else if let Err(e) = self.device.poll(wgpu::PollType::wait_indefinitely()) {
+            self.poison(GpuError::Readback(e.to_string()));
+        }
+    }
+
     fn set_profiling(&self, on: bool) {
         if let Err(e) = self.recorder.set_profiling(on) {
             self.poison(e);

@@ -267,7 +267,8 @@ impl Kernel {
             Kernel::AttentionPrefill => "attention prefill".into(),
             Kernel::Conv1dSilu => "conv1d_silu".into(),
             Kernel::ConvQkvNorm => "conv_qkv_norm".into(),
-            Kernel::Argmax => "argmax".into(),
+            // Greedy decoding's token choice.
+            Kernel::Argmax => "sampling".into(),
             Kernel::DeltaNetGates => "delta_net_gates".into(),
             Kernel::DeltaRule => "delta_rule".into(),
             Kernel::DeltaRuleChunkFactors => "delta_rule chunk factors".into(),

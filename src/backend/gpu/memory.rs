@@ -84,6 +84,8 @@ pub(crate) struct WeightPart {
 #[derive(Debug)]
 pub struct GpuWeight {
     pub(crate) name: String,
+    /// What its matmuls count as in the profile, when not "matmul <type>".
+    pub(crate) profile_class: Option<&'static str>,
     pub(crate) format: WeightFormat,
     pub(crate) rows: usize,
     pub(crate) cols: usize,
@@ -364,6 +366,7 @@ impl Wgpu {
         }
         Ok(GpuWeight {
             name: name.into(),
+            profile_class: crate::backend::weight_profile_class(name),
             format,
             rows,
             cols,

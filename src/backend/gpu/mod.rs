@@ -216,8 +216,9 @@ impl Wgpu {
         bytes_read: u64,
     ) -> Result<(), GpuError> {
         self.check_device()?;
-        self.recorder
-            .dispatch_program(pipeline, program, params, buffers, workgroups, bytes_read)
+        self.recorder.dispatch_program(
+            pipeline, program, None, params, buffers, workgroups, bytes_read,
+        )
     }
 
     /// Fails with the first error wgpu reported asynchronously, if any.

@@ -98,10 +98,25 @@ impl Wgpu {
         workgroups: usize,
         bytes_read: u64,
     ) -> Result<(), GpuError> {
+        self.record_as(kernel, None, params, buffers, workgroups, bytes_read)
+    }
+
+    /// [`Wgpu::record`] counted in the profile as `class` instead of the kernel's own class.
+    #[allow(clippy::too_many_arguments)]
+    fn record_as(
+        &self,
+        kernel: Kernel,
+        class: Option<&'static str>,
+        params: &[u32],
+        buffers: &[Binding<'_>],
+        workgroups: usize,
+        bytes_read: u64,
+    ) -> Result<(), GpuError> {
         self.check_device()?;
         self.recorder.dispatch(
             &self.pipelines,
             kernel,
+            class,
             params,
             buffers,
             workgroups,
@@ -367,8 +382,9 @@ impl Wgpu {
         for part in &w.parts {
             let mut buffers: Vec<Binding<'_>> = vec![&part.buffer, &x.buffer, &out.buffer];
             buffers.extend(extra.map(|up| &up.buffer));
-            self.record(
+            self.record_as(
                 kernel,
+                w.profile_class,
                 &[
                     part.rows as u32,
                     w.cols as u32,

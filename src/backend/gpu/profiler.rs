@@ -35,7 +35,7 @@ pub struct Profiler {
     submits: u64,
     timestamps: Option<Timestamps>,
     ops: Vec<OpTiming>,
-    class_of: HashMap<Program, usize>,
+    class_of: HashMap<(Program, Option<&'static str>), usize>,
     /// The class of each stamped dispatch of the open pass, in order.
     stamped: Vec<usize>,
     pending: Vec<PendingStamps>,
@@ -79,19 +79,20 @@ impl Profiler {
         self.on = on;
     }
 
-    /// Counts a dispatch of `program` reading `bytes_read`, stamping the pass first when
-    /// profiling with timestamps.
+    /// Counts a dispatch of `program` (in `class`, or the program's own) reading `bytes_read`,
+    /// stamping the pass first when profiling with timestamps.
     pub fn before_dispatch(
         &mut self,
         pass: &mut wgpu::ComputePass<'static>,
         program: Program,
+        class: Option<&'static str>,
         bytes_read: u64,
     ) {
         self.dispatches += 1;
         if !self.on {
             return;
         }
-        let class = self.class_index(program);
+        let class = self.class_index(program, class);
         if let Some(op) = self.ops.get_mut(class) {
             op.calls += 1;
             op.bytes_read += bytes_read;
@@ -104,10 +105,10 @@ impl Profiler {
         }
     }
 
-    fn class_index(&mut self, program: Program) -> usize {
+    fn class_index(&mut self, program: Program, class: Option<&'static str>) -> usize {
         let ops = &mut self.ops;
-        *self.class_of.entry(program).or_insert_with(|| {
-            let class = program.class();
+        *self.class_of.entry((program, class)).or_insert_with(|| {
+            let class = class.map_or_else(|| program.class(), String::from);
             match ops.iter().position(|op| op.class == class) {
                 Some(existing) => existing,
                 None => {

@@ -210,11 +210,14 @@ impl Recorder {
     }
 
     /// Records `kernel` over `workgroups` workgroups (folded into two grid dimensions);
-    /// `bytes_read` is what the dispatch reads, for the profile.
+    /// `class` (the kernel's own when None) and `bytes_read`, what the dispatch reads, are for
+    /// the profile.
+    #[allow(clippy::too_many_arguments)]
     pub fn dispatch(
         &self,
         pipelines: &Pipelines,
         kernel: Kernel,
+        class: Option<&'static str>,
         params: &[u32],
         buffers: &[Binding<'_>],
         workgroups: usize,
@@ -230,6 +233,7 @@ impl Recorder {
         self.dispatch_program(
             pipeline,
             Program::Wgsl(kernel),
+            class,
             params,
             buffers,
             [x, y, 1],
@@ -237,11 +241,14 @@ impl Recorder {
         )
     }
 
-    /// Records `pipeline` (running `program`) over a grid of `workgroups`.
+    /// Records `pipeline` (running `program`) over a grid of `workgroups`, counted in the profile
+    /// as `class` (the program's own when None).
+    #[allow(clippy::too_many_arguments)]
     pub fn dispatch_program(
         &self,
         pipeline: &wgpu::ComputePipeline,
         program: Program,
+        class: Option<&'static str>,
         params: &[u32],
         buffers: &[Binding<'_>],
         workgroups: [usize; 3],
@@ -291,7 +298,7 @@ impl Recorder {
         });
         state
             .profiler
-            .before_dispatch(&mut open.pass, program, bytes_read);
+            .before_dispatch(&mut open.pass, program, class, bytes_read);
         open.pass.set_pipeline(pipeline);
         open.pass.set_bind_group(0, &*bind_group, &[]);
         let [x, y, z] = workgroups.map(|w| w as u32);
