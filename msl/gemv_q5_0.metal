@@ -10,20 +10,21 @@ kernel void gemv_q5_0(constant GemvParams& p [[buffer(0)]],
                       device const uchar* w [[buffer(1)]],
                       device const float* x [[buffer(2)]],
                       device float* out [[buffer(3)]],
-                      device const float* up [[buffer(4)]],
+                      device const float* other [[buffer(4)]],
                       uint group [[threadgroup_position_in_grid]],
                       uint lane [[thread_index_in_simdgroup]],
                       uint simd_group [[simdgroup_index_in_threadgroup]],
                       uint simd_groups [[simdgroups_per_threadgroup]]) {
     GemvTile tile = gemv_tile(p, group, simd_group, simd_groups, Q5_0_ROWS);
+    GemvInput input = gemv_input(p, x, other, tile.token);
     uint slot = lane / 4;
     uint part = lane % 4;
-    uint xt = tile.token * p.cols + 4 * part;
+    uint lane_col = 4 * part;
     uint blocks = p.cols / 32;
     float acc[Q5_0_ROWS] = {};
     for (uint b = slot; b < blocks; b += 8) {
-        float4 lo = gemv_x4(x, up, xt + 32 * b);
-        float4 hi = gemv_x4(x, up, xt + 32 * b + 16);
+        float4 lo = input.x4(lane_col + 32 * b);
+        float4 hi = input.x4(lane_col + 32 * b + 16);
         float x_sum = lo.x + lo.y + lo.z + lo.w + hi.x + hi.y + hi.z + hi.w;
         for (uint r = 0; r < Q5_0_ROWS && tile.first + r < p.rows; r++) {
             device const block_q5_0& blk =
@@ -39,5 +40,5 @@ kernel void gemv_q5_0(constant GemvParams& p [[buffer(0)]],
             acc[r] += float(blk.d) * (dot(ql, lo) + dot(qhi, hi) - 16.0f * x_sum);
         }
     }
-    gemv_store<Q5_0_ROWS>(p, acc, tile, lane, out);
+    gemv_store<Q5_0_ROWS>(p, acc, tile, lane, out, input.scale(p));
 }

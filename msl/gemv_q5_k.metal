@@ -10,27 +10,28 @@ kernel void gemv_q5_k(constant GemvParams& p [[buffer(0)]],
                       device const uchar* w [[buffer(1)]],
                       device const float* x [[buffer(2)]],
                       device float* out [[buffer(3)]],
-                      device const float* up [[buffer(4)]],
+                      device const float* other [[buffer(4)]],
                       uint group [[threadgroup_position_in_grid]],
                       uint lane [[thread_index_in_simdgroup]],
                       uint simd_group [[simdgroup_index_in_threadgroup]],
                       uint simd_groups [[simdgroups_per_threadgroup]]) {
     GemvTile tile = gemv_tile(p, group, simd_group, simd_groups, Q5_K_ROWS);
+    GemvInput input = gemv_input(p, x, other, tile.token);
     uint slot = lane / 8;
     uint chunk = (lane % 8) / 2;
     uint half_ = lane % 2;
-    uint xt = tile.token * p.cols + 64 * chunk + 16 * half_;
+    uint lane_col = 64 * chunk + 16 * half_;
     uint blocks = p.cols / 256;
     float acc[Q5_K_ROWS] = {};
     for (uint b = slot; b < blocks; b += 4) {
-        uint xb = xt + 256 * b;
+        uint xb = lane_col + 256 * b;
         float4 lo[4];
         float4 hi[4];
         float lo_sum = 0.0f;
         float hi_sum = 0.0f;
         for (uint i = 0; i < 4; i++) {
-            lo[i] = gemv_x4(x, up, xb + 4 * i);
-            hi[i] = gemv_x4(x, up, xb + 32 + 4 * i);
+            lo[i] = input.x4(xb + 4 * i);
+            hi[i] = input.x4(xb + 32 + 4 * i);
             lo_sum += lo[i].x + lo[i].y + lo[i].z + lo[i].w;
             hi_sum += hi[i].x + hi[i].y + hi[i].z + hi[i].w;
         }
@@ -62,5 +63,5 @@ kernel void gemv_q5_k(constant GemvParams& p [[buffer(0)]],
                       dmin * (float(lo_sm.y) * lo_sum + float(hi_sm.y) * hi_sum);
         }
     }
-    gemv_store<Q5_K_ROWS>(p, acc, tile, lane, out);
+    gemv_store<Q5_K_ROWS>(p, acc, tile, lane, out, input.scale(p));
 }

@@ -11,26 +11,27 @@ kernel void gemv_q6_k(constant GemvParams& p [[buffer(0)]],
                       device const uchar* w [[buffer(1)]],
                       device const float* x [[buffer(2)]],
                       device float* out [[buffer(3)]],
-                      device const float* up [[buffer(4)]],
+                      device const float* other [[buffer(4)]],
                       uint group [[threadgroup_position_in_grid]],
                       uint lane [[thread_index_in_simdgroup]],
                       uint simd_group [[simdgroup_index_in_threadgroup]],
                       uint simd_groups [[simdgroups_per_threadgroup]]) {
     GemvTile tile = gemv_tile(p, group, simd_group, simd_groups, Q6_K_ROWS);
+    GemvInput input = gemv_input(p, x, other, tile.token);
     uint slot = lane / 8;
     uint n = (lane % 8) / 4;
     uint l0 = 8 * (lane % 4);
-    uint xt = tile.token * p.cols + 128 * n + l0;
+    uint lane_col = 128 * n + l0;
     uint blocks = p.cols / 256;
     float acc[Q6_K_ROWS] = {};
     for (uint b = slot; b < blocks; b += 4) {
         // Quadrant c's 8 activations are xs[2c], xs[2c + 1].
-        uint xb = xt + 256 * b;
+        uint xb = lane_col + 256 * b;
         float4 xs[8];
         float sums[4];
         for (uint c = 0; c < 4; c++) {
-            xs[2 * c] = gemv_x4(x, up, xb + 32 * c);
-            xs[2 * c + 1] = gemv_x4(x, up, xb + 32 * c + 4);
+            xs[2 * c] = input.x4(xb + 32 * c);
+            xs[2 * c + 1] = input.x4(xb + 32 * c + 4);
             float4 both = xs[2 * c] + xs[2 * c + 1];
             sums[c] = both.x + both.y + both.z + both.w;
         }
@@ -63,5 +64,5 @@ kernel void gemv_q6_k(constant GemvParams& p [[buffer(0)]],
             acc[r] += float(blk.d) * sum;
         }
     }
-    gemv_store<Q6_K_ROWS>(p, acc, tile, lane, out);
+    gemv_store<Q6_K_ROWS>(p, acc, tile, lane, out, input.scale(p));
 }

@@ -579,6 +579,85 @@ fn fused_gemvs_against_matvec_and_add() {
 }
 
 #[test]
+fn normed_gemv_against_rms_norm_then_matvec() {
+    let cpu = cpu();
+    let mut rng = Rng::new(12);
+    let rows = 45;
+    let eps = 1e-6;
+    for format in MslFormat::ALL {
+        let ty = format.ggml_type();
+        // The float formats also at a width that is no multiple of 4 (their scalar loop).
+        let widths: &[usize] = match ty.block_elems() {
+            256 => &[768, 1280],
+            32 => &[416],
+            _ => &[300, 301],
+        };
+        for &cols in widths {
+            let bytes = weight_bytes(&mut rng, ty, rows, cols);
+            for tokens in [1, 3] {
+                // Far from unit RMS, so that a missing or wrong factor shows.
+                let x: Vec<f32> = rng.vec(tokens * cols).iter().map(|v| v * 5.0).collect();
+                let norm = rng.vec(cols);
+                let normed = cpu_values(
+                    &cpu,
+                    &cpu.rms_norm(
+                        &cpu_tensor(&cpu, tokens, cols, &x),
+                        &cpu_tensor(&cpu, 1, cols, &norm),
+                        eps,
+                    )
+                    .expect("cpu"),
+                );
+                let want: Vec<f32> = normed
+                    .chunks_exact(cols)
+                    .flat_map(|row| reference_matvec(ty, &bytes, rows, row))
+                    .collect();
+                in_both_orders(|sim| {
+                    let w = sim.weight("w", ty, rows, cols, &bytes, 16);
+                    let (sx, sn) = (sim.tensor(tokens, cols, &x), sim.tensor(1, cols, &norm));
+                    sim.take_dispatches();
+                    let y = ops::rms_norm_matmul(sim, &sx, &sn, eps, &w).expect("rms_norm_matmul");
+                    let what =
+                        format!("{format:?} {rows}×{cols}, {tokens} tokens, {:?}", sim.order);
+                    assert_close(&what, &y.values(), &want);
+                    // One GEMV per weight part (16 rows each), no norm dispatch.
+                    assert_eq!(sim.take_dispatches(), rows.div_ceil(16) as u64, "{what}");
+                });
+            }
+        }
+    }
+}
+
+#[test]
+fn normed_gemv_over_groups_is_the_norm_then_the_gemv() {
+    let cpu = cpu();
+    let mut rng = Rng::new(13);
+    let (rows, cols, group) = (20, 256, 64);
+    let bytes = weight_bytes(&mut rng, GgmlType::Q8_0, rows, cols);
+    let x = rng.vec(cols);
+    let norm = rng.vec(group);
+    let normed = cpu_values(
+        &cpu,
+        &cpu.rms_norm(
+            &cpu_tensor(&cpu, 1, cols, &x),
+            &cpu_tensor(&cpu, 1, group, &norm),
+            1e-6,
+        )
+        .expect("cpu"),
+    );
+    let want = reference_matvec(GgmlType::Q8_0, &bytes, rows, &normed);
+    let sim = SimDevice::new(Order::Forward);
+    let w = sim.weight("w", GgmlType::Q8_0, rows, cols, &bytes, rows);
+    let (sx, sn) = (sim.tensor(1, cols, &x), sim.tensor(1, group, &norm));
+    let y = ops::rms_norm_matmul(&sim, &sx, &sn, 1e-6, &w).expect("rms_norm_matmul");
+    assert_close("per-group norm", &y.values(), &want);
+    let stats = sim.stats();
+    assert_eq!(stats.by_kernel.get("rms_norm"), Some(&1), "{stats:?}");
+    assert_eq!(stats.by_kernel.get("gemv_q8_0"), Some(&1), "{stats:?}");
+    let odd = sim.tensor(1, 100, &vec![1.0; 100]);
+    assert!(ops::rms_norm_matmul(&sim, &sx, &odd, 1e-6, &w).is_err());
+}
+
+#[test]
 fn embed_ids_from_argmax_against_dequantize() {
     let mut rng = Rng::new(11);
     let (rows, cols) = (37, 96);

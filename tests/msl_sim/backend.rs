@@ -133,6 +133,17 @@ impl Backend for SimMetal {
         ops::matmul(&self.device, x, w)
     }
 
+    fn rms_norm_matmul(
+        &self,
+        x: &SimTensor,
+        norm: &SimTensor,
+        eps: f32,
+        w: &SimWeight,
+    ) -> Result<SimTensor, BackendError> {
+        decode_only("rms_norm_matmul", x.rows)?;
+        ops::rms_norm_matmul(&self.device, x, norm, eps, w)
+    }
+
     fn matmul_add(
         &self,
         x: &SimTensor,

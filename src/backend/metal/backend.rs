@@ -313,6 +313,20 @@ impl Backend for Metal {
         }
     }
 
+    fn rms_norm_matmul(
+        &self,
+        x: &GpuTensor,
+        norm: &GpuTensor,
+        eps: f32,
+        w: &GpuWeight,
+    ) -> Result<GpuTensor, BackendError> {
+        if decode(x) && ops::has_gemv(self, w) {
+            ops::rms_norm_matmul(self, x, norm, eps, w)
+        } else {
+            Backend::rms_norm_matmul(&self.gpu, x, norm, eps, w)
+        }
+    }
+
     fn matmul_add(
         &self,
         x: &GpuTensor,

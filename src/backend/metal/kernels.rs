@@ -109,6 +109,8 @@ pub enum MslKernel {
     Gemv(MslFormat),
     /// The GEMV of silu(gate) ⊙ up, computed as the activations are loaded.
     GemvSwiglu(MslFormat),
+    /// The GEMV of rms_norm(x) ⊙ weight, Σx² gathered from the GEMV's own loads of x.
+    GemvNormed(MslFormat),
     Embed(MslFormat),
     RmsNorm,
     L2Norm,
@@ -132,6 +134,7 @@ impl MslKernel {
     pub fn all() -> Vec<MslKernel> {
         let mut all: Vec<MslKernel> = MslFormat::ALL.map(MslKernel::Gemv).to_vec();
         all.extend(MslFormat::ALL.map(MslKernel::GemvSwiglu));
+        all.extend(MslFormat::ALL.map(MslKernel::GemvNormed));
         all.extend(MslFormat::ALL.map(MslKernel::Embed));
         all.extend([
             MslKernel::RmsNorm,
@@ -159,6 +162,7 @@ impl MslKernel {
         match self {
             MslKernel::Gemv(f) => format!("gemv_{}", f.suffix()),
             MslKernel::GemvSwiglu(f) => format!("gemv_swiglu_{}", f.suffix()),
+            MslKernel::GemvNormed(f) => format!("gemv_normed_{}", f.suffix()),
             MslKernel::Embed(f) => format!("embed_{}", f.suffix()),
             _ => self.entry().to_string(),
         }
@@ -167,7 +171,9 @@ impl MslKernel {
     /// The kernel function's name in the source.
     pub fn entry(self) -> &'static str {
         match self {
-            MslKernel::Gemv(format) | MslKernel::GemvSwiglu(format) => match format {
+            MslKernel::Gemv(format)
+            | MslKernel::GemvSwiglu(format)
+            | MslKernel::GemvNormed(format) => match format {
                 MslFormat::F32 => "gemv_f32",
                 MslFormat::F16 => "gemv_f16",
                 MslFormat::Q8_0 => "gemv_q8_0",
@@ -199,7 +205,7 @@ impl MslKernel {
     /// The op class the profile counts this kernel in (as the wgpu backend names them).
     pub fn class(self) -> String {
         match self {
-            MslKernel::Gemv(f) | MslKernel::GemvSwiglu(f) => {
+            MslKernel::Gemv(f) | MslKernel::GemvSwiglu(f) | MslKernel::GemvNormed(f) => {
                 format!("matmul {}", f.ggml_type().name())
             }
             MslKernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
@@ -212,8 +218,10 @@ impl MslKernel {
     /// choices for Apple GPUs: 4 for Q8_0 (cheap decoding), 2 for the others.
     pub fn threads_per_threadgroup(self) -> u32 {
         match self {
-            MslKernel::Gemv(MslFormat::Q8_0) | MslKernel::GemvSwiglu(MslFormat::Q8_0) => 128,
-            MslKernel::Gemv(_) | MslKernel::GemvSwiglu(_) => 64,
+            MslKernel::Gemv(MslFormat::Q8_0)
+            | MslKernel::GemvSwiglu(MslFormat::Q8_0)
+            | MslKernel::GemvNormed(MslFormat::Q8_0) => 128,
+            MslKernel::Gemv(_) | MslKernel::GemvSwiglu(_) | MslKernel::GemvNormed(_) => 64,
             MslKernel::Embed(_) => 64,
             MslKernel::Argmax => 1024,
             _ => ELEMENTWISE_THREADS,
@@ -224,7 +232,9 @@ impl MslKernel {
     /// parameter struct.
     pub fn buffers(self) -> &'static [Access] {
         match self {
-            MslKernel::Gemv(_) | MslKernel::GemvSwiglu(_) => &[Read, Read, ReadWrite, Read],
+            MslKernel::Gemv(_) | MslKernel::GemvSwiglu(_) | MslKernel::GemvNormed(_) => {
+                &[Read, Read, ReadWrite, Read]
+            }
             MslKernel::Embed(_) => &[Read, Read, ReadWrite],
             MslKernel::RmsNorm => &[Read, Read, Read, ReadWrite],
             MslKernel::L2Norm => &[Read, ReadWrite],
@@ -247,18 +257,9 @@ impl MslKernel {
     /// The files whose concatenation is this kernel, preludes first.
     pub fn files(self) -> Vec<MslFile> {
         match self {
-            MslKernel::Gemv(format) => vec![
-                QUANT_BLOCKS,
-                msl!("gemv_input_plain"),
-                GEMV_COMMON,
-                gemv_file(format),
-            ],
-            MslKernel::GemvSwiglu(format) => vec![
-                QUANT_BLOCKS,
-                msl!("gemv_input_swiglu"),
-                GEMV_COMMON,
-                gemv_file(format),
-            ],
+            MslKernel::Gemv(format) => gemv_files(msl!("gemv_input_plain"), format),
+            MslKernel::GemvSwiglu(format) => gemv_files(msl!("gemv_input_swiglu"), format),
+            MslKernel::GemvNormed(format) => gemv_files(msl!("gemv_input_normed"), format),
             MslKernel::Embed(_) => vec![QUANT_BLOCKS, msl!("embed")],
             MslKernel::RmsNorm => vec![THREADGROUP_REDUCE, msl!("rms_norm")],
             MslKernel::L2Norm => vec![THREADGROUP_REDUCE, msl!("l2_norm")],
@@ -291,6 +292,12 @@ impl MslKernel {
         }
         source
     }
+}
+
+/// A GEMV: the shared GEMV code, then the file defining its input (`GemvInput`), then the format's
+/// kernel.
+fn gemv_files(input: MslFile, format: MslFormat) -> Vec<MslFile> {
+    vec![QUANT_BLOCKS, GEMV_COMMON, input, gemv_file(format)]
 }
 
 fn gemv_file(format: MslFormat) -> MslFile {

@@ -243,6 +243,12 @@ enum GemvInput<'a, T> {
         gate: &'a T,
         up: &'a T,
     },
+    /// rms_norm(x) ⊙ norm over whole rows, the norm's factor gathered from the GEMV's own loads.
+    Normed {
+        x: &'a T,
+        norm: &'a T,
+        eps: f32,
+    },
 }
 
 /// `y = x · Wᵀ` for every row of x: one GEMV dispatch per weight part, the tokens along the grid.
@@ -279,6 +285,25 @@ pub fn swiglu_matmul_add<D: MslDevice + ?Sized>(
     gemv(d, op, GemvInput::Swiglu { gate, up }, weight, acc, true)
 }
 
+/// `rms_norm(x, norm, eps) · Wᵀ`, the norm done by the GEMV where it spans whole rows of x;
+/// a norm over groups of columns is the norm kernel, then the GEMV.
+pub fn rms_norm_matmul<D: MslDevice + ?Sized>(
+    d: &D,
+    x: &D::Tensor,
+    norm: &D::Tensor,
+    eps: f32,
+    weight: &D::Weight,
+) -> Result<D::Tensor, BackendError> {
+    let (rows, cols) = d.dims(x);
+    if d.dims(norm) != (1, cols) {
+        return matmul(d, &rms_norm(d, x, norm, eps)?, weight);
+    }
+    let out = d.output(rows, d.weight(weight).rows)?;
+    let input = GemvInput::Normed { x, norm, eps };
+    gemv(d, "rms_norm_matmul", input, weight, &out, false)?;
+    Ok(out)
+}
+
 /// Records the GEMV dispatches of `input · Wᵀ` into `out` (added to it with `accumulate`).
 fn gemv<D: MslDevice + ?Sized>(
     d: &D,
@@ -291,9 +316,11 @@ fn gemv<D: MslDevice + ?Sized>(
     let w = d.weight(weight);
     let format = MslFormat::from_ggml(w.ty)
         .ok_or_else(|| shape_error(op, format!("{}: no MSL GEMV for {}", w.name, w.ty.name())))?;
-    let (kernel, x, up) = match input {
-        GemvInput::Plain(x) => (MslKernel::Gemv(format), x, x),
-        GemvInput::Swiglu { gate, up } => (MslKernel::GemvSwiglu(format), gate, up),
+    // `other`: the input's second tensor, bound as `[[buffer(4)]]` (x again where none).
+    let (kernel, x, other, eps) = match input {
+        GemvInput::Plain(x) => (MslKernel::Gemv(format), x, x, 0.0),
+        GemvInput::Swiglu { gate, up } => (MslKernel::GemvSwiglu(format), gate, up, 0.0),
+        GemvInput::Normed { x, norm, eps } => (MslKernel::GemvNormed(format), x, norm, eps),
     };
     let (tokens, cols) = d.dims(x);
     if cols != w.cols || d.dims(out) != (tokens, w.rows) {
@@ -306,7 +333,11 @@ fn gemv<D: MslDevice + ?Sized>(
             ),
         ));
     }
-    let inputs = 1 + matches!(kernel, MslKernel::GemvSwiglu(_)) as usize;
+    let other_values = match kernel {
+        MslKernel::GemvSwiglu(_) => tokens * cols,
+        MslKernel::GemvNormed(_) => cols,
+        _ => 0,
+    };
     for part in &w.parts {
         let row_groups = part.rows.div_ceil(format.gemv_rows_per_threadgroup());
         let params = [
@@ -317,14 +348,15 @@ fn gemv<D: MslDevice + ?Sized>(
             part.first_row as u32,
             row_groups as u32,
             accumulate as u32,
+            eps.to_bits(),
         ];
         run(
             d,
             kernel,
             &params,
-            &[part.buffer, d.buffer(x), d.buffer(out), d.buffer(up)],
+            &[part.buffer, d.buffer(x), d.buffer(out), d.buffer(other)],
             row_groups * tokens,
-            (part.rows * w.row_bytes) as u64 + f32_bytes(inputs * tokens * cols),
+            (part.rows * w.row_bytes) as u64 + f32_bytes(tokens * cols + other_values),
         )?;
     }
     Ok(())
