@@ -3,9 +3,10 @@
 // y[t, out_offset + r] = Σ_c W[r, c]·x[t, c]. Both are padded with zeros to whole tiles, so tiles
 // are copied without bounds checks: 128 tokens × 128 weight rows per workgroup, DEPTH columns a
 // step, through workgroup memory; each step's tiles are fetched into registers while the last
-// step's are multiplied, so that the loads' latency hides behind the tensor cores. Each of the 8 subgroups (of 32 invocations; the backend selects
-// this kernel only where subgroups have that size) owns 32 tokens × 64 rows of the output tile as
-// 2 × 4 blocks of 16 × 16 with f32 accumulators:
+// step's are multiplied, so that the loads' latency hides behind the tensor cores. Each of the 8
+// subgroups (of 32 invocations; the backend selects this kernel only where subgroups have that
+// size) owns 32 tokens × 64 rows of the output tile as 2 × 4 blocks of 16 × 16 with f32
+// accumulators:
 //   A = x block (tokens × depth, row-major in x_tile),
 //   B = Wᵀ block (depth × rows: the rows of w_tile read column-major),
 //   C += A·B.

@@ -1,11 +1,13 @@
 // Weight rows first_row.. of one part, decoded into an f16 scratch matrix for the cooperative
 // GEMM: `padded_rows` rows of `padded_cols` halves, packed two to a word; the rows past `rows` and
 // the columns past `cols` are zeros, so that the GEMM reads whole tiles without bounds checks.
+// Values beyond the f16 range are clamped to it rather than becoming infinities.
 // One invocation per SPAN elements of a row (consecutive invocations take consecutive spans of
 // one row, so that their reads of the weight blocks are close together). The weight format comes
 // from the dequant_*.wgsl file composed with this one.
 
 const SPAN: u32 = max(UNIT, 2u);
+const F16_MAX: f32 = 65504.0;
 
 struct Params {
     rows: u32,
@@ -41,7 +43,7 @@ fn main(
         if (row < p.rows && col < p.cols) {
             let v = unit_values((p.first_row + row) * p.row_bytes, col / UNIT);
             for (var l = 0u; l < UNIT; l++) {
-                values[u * UNIT + l] = v[l];
+                values[u * UNIT + l] = clamp(v[l], -F16_MAX, F16_MAX);
             }
         }
     }

@@ -108,11 +108,8 @@ impl Wgpu {
         if subgroups {
             wanted |= wgpu::Features::SUBGROUP;
         }
-        let cooperative = match cooperative::support(&adapter, subgroups) {
-            Ok(()) => {
-                wanted |= cooperative::FEATURES;
-                true
-            }
+        let mut cooperative = match cooperative::support(&adapter, subgroups) {
+            Ok(()) => true,
             Err(reason) => {
                 log::info!("wgpu: prefill GEMM in f32 tiles (no cooperative matrices: {reason})");
                 false
@@ -121,15 +118,34 @@ impl Wgpu {
         if info.backend == wgpu::Backend::Metal {
             wanted |= wgpu::Features::PASSTHROUGH_SHADERS;
         }
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("qwen35"),
-            required_features: adapter.features() & wanted,
-            required_limits: adapter.limits(),
-            experimental_features: cooperative::experimental_features(cooperative),
-            memory_hints: wgpu::MemoryHints::Performance,
-            trace: wgpu::Trace::Off,
-        }))
-        .map_err(|e| GpuError::RequestDevice {
+        let request = |with_cooperative: bool| {
+            let features = if with_cooperative {
+                wanted | cooperative::FEATURES
+            } else {
+                wanted
+            };
+            pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+                label: Some("qwen35"),
+                required_features: adapter.features() & features,
+                required_limits: adapter.limits(),
+                experimental_features: cooperative::experimental_features(with_cooperative),
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            }))
+        };
+        // The cooperative features are experimental in wgpu: a device refused with them is
+        // asked for again without.
+        let granted = match request(cooperative) {
+            Err(e) if cooperative => {
+                log::warn!(
+                    "wgpu: prefill GEMM in f32 tiles (device refused cooperative matrices: {e})"
+                );
+                cooperative = false;
+                request(false)
+            }
+            granted => granted,
+        };
+        let (device, queue) = granted.map_err(|e| GpuError::RequestDevice {
             adapter: info.name.clone(),
             reason: e.to_string(),
         })?;
