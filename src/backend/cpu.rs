@@ -23,9 +23,10 @@ pub enum CpuMode {
     /// f32 activations against dequantized weights: the reference every test compares with.
     #[default]
     Exact,
-    /// Activations quantized to 8 bits once per matmul (256-value blocks) and integer dot
-    /// products with Q4_K, Q6_K and Q8_0 weights, as llama.cpp's CPU backend does; other
-    /// weight formats and rows not a multiple of 256 stay exact.
+    /// Activations quantized to 14-bit integers once per matmul (256-value blocks) and
+    /// integer dot products with Q4_K, Q6_K and Q8_0 weights (llama.cpp's CPU backend does the
+    /// same with 8 bits, which moves logits far more); other weight formats and rows not a
+    /// multiple of 256 stay exact.
     Fast,
 }
 

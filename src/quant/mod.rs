@@ -13,7 +13,7 @@
 //!
 //! The f32 paths compute the same operations in the same order on every machine; on x86-64
 //! with AVX2 and FMA they are compiled a second time for those features (picked at run time),
-//! which only widens the vectors. The 8-bit activation path (`QuantizedActivations`,
+//! which only widens the vectors. The 14-bit activation path (`QuantizedActivations`,
 //! `dot_row_quantized`) is an approximation for speed, with integer kernels.
 
 mod activations;
@@ -32,7 +32,7 @@ mod quantized_dot;
 mod quantized_dot_avx2;
 mod simd;
 
-pub use activations::{QuantizedActivations, ACTIVATION_BLOCK};
+pub use activations::{QuantizedActivations, ACTIVATION_BLOCK, ACTIVATION_QUANT_MAX};
 pub use ggml_type::{row_bytes, GgmlType};
 pub use quantized_dot::{
     dot_row_quantized, dot_row_quantized_scalar, dot_row_quantized_tokens, has_quantized_dot,

@@ -167,34 +167,30 @@ fn unsupported<T>(ty: GgmlType) -> Result<T, QuantError> {
     })
 }
 
-/// Σ (d·sc·q − dmin·m)·a over one super-block: the scales multiply integer run sums, and the
+/// Σ (d·sc·q − dmin·m)·a over one super-block: the scales multiply integer products, and the
 /// mins meet the activations only through their run sums.
 fn q4_k_block(w: &BlockQ4K, a: &ActivationBlock) -> f32 {
     let (scales, mins) = unpack_scale_mins(&w.scales);
-    let mut sum = 0i32;
-    for (j, (group, acts)) in w.qs.iter().zip(a.qs.chunks_exact(64)).enumerate() {
-        let (low_acts, high_acts) = acts.split_at(32);
-        let (mut low, mut high) = (0i32, 0i32);
-        for ((&byte, &lo), &hi) in group.iter().zip(low_acts).zip(high_acts) {
-            low += i32::from(byte & 0x0f) * i32::from(lo);
-            high += i32::from(byte >> 4) * i32::from(hi);
+    let mut sum = 0i64;
+    for (j, group) in w.qs.iter().enumerate() {
+        let (mut low, mut high) = (0i64, 0i64);
+        for (l, &byte) in group.iter().enumerate() {
+            low += i64::from(byte & 0x0f) * i64::from(a.quant(64 * j + l));
+            high += i64::from(byte >> 4) * i64::from(a.quant(64 * j + 32 + l));
         }
-        sum += low * i32::from(scales[2 * j]) + high * i32::from(scales[2 * j + 1]);
+        sum += low * i64::from(scales[2 * j]) + high * i64::from(scales[2 * j + 1]);
     }
-    a.d * (f16_to_f32(w.d) * sum as f32 - f16_to_f32(w.dmin) * q4_k_min_sum(&mins, a) as f32)
-}
-
-/// Σ m·(activation sum of the run), the integer part of a Q4_K block's min term.
-pub(super) fn q4_k_min_sum(mins: &[u8; 8], a: &ActivationBlock) -> i32 {
-    mins.iter()
-        .zip(a.sums16.chunks_exact(2))
-        .map(|(&m, pair)| i32::from(m) * pair.iter().map(|&s| i32::from(s)).sum::<i32>())
-        .sum()
+    let min_sum: f32 = mins
+        .iter()
+        .zip(&a.sums32)
+        .map(|(&m, &s)| f32::from(m) * s)
+        .sum();
+    a.d * f16_to_f32(w.d) * sum as f32 - f16_to_f32(w.dmin) * min_sum
 }
 
 /// Σ d·sc·(q − 32)·a over one super-block; the −32 meets the activations through run sums.
 fn q6_k_block(w: &BlockQ6K, a: &ActivationBlock) -> f32 {
-    let mut sum = 0i32;
+    let mut sum = 0i64;
     for (h, (ql, qh)) in w.ql.iter().zip(&w.qh).enumerate() {
         for l in 0..32 {
             let (first, second, high) = (ql[l], ql[l + 32], qh[l]);
@@ -206,29 +202,26 @@ fn q6_k_block(w: &BlockQ6K, a: &ActivationBlock) -> f32 {
             ];
             for (quarter, &q) in quants.iter().enumerate() {
                 let element = h * 128 + quarter * 32 + l;
-                let scale = i32::from(w.scales[element / 16]);
-                sum += scale * i32::from(q) * i32::from(a.qs[element]);
+                let scale = i64::from(w.scales[element / 16]);
+                sum += scale * i64::from(q) * i64::from(a.quant(element));
             }
         }
     }
-    a.d * f16_to_f32(w.d) * (sum - 32 * q6_k_offset_sum(&w.scales, a)) as f32
-}
-
-/// Σ sc·(activation sum of the run): what the −32 offset of every Q6_K level contributes.
-pub(super) fn q6_k_offset_sum(scales: &[i8; 16], a: &ActivationBlock) -> i32 {
-    scales
+    let offset: f32 = w
+        .scales
         .iter()
         .zip(&a.sums16)
-        .map(|(&sc, &s)| i32::from(sc) * i32::from(s))
-        .sum()
+        .map(|(&sc, &s)| f32::from(sc) * s)
+        .sum();
+    f16_to_f32(w.d) * (a.d * sum as f32 - 32.0 * offset)
 }
 
 fn q8_0_blocks(w: &[BlockQ8_0], a: &ActivationBlock) -> f32 {
-    let sums = w.iter().zip(a.qs.chunks_exact(32)).map(|(w, acts)| {
+    let sums = w.iter().enumerate().map(|(c, w)| {
         let sum: i32 =
             w.qs.iter()
-                .zip(acts)
-                .map(|(&q, &x)| i32::from(q) * i32::from(x))
+                .enumerate()
+                .map(|(l, &q)| i32::from(q) * a.quant(c * 32 + l))
                 .sum();
         f16_to_f32(w.d) * sum as f32
     });

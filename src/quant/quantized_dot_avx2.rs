@@ -1,6 +1,8 @@
-//! AVX2 versions of the kernels in `quantized_dot`: the same integer sums, 32 products per
-//! `maddubs` (unsigned weight levels × signed activations), widened to i32 by `madd` with the
-//! run scales, and one f32 multiply-add per block and token.
+//! AVX2 versions of the kernels in `quantized_dot`: the same integer sums. Weight bytes are
+//! widened to i16 already multiplied by their run scale (`maddubs` against the scale in every
+//! even byte gives the even elements, in every odd byte the odd ones: the order in which the
+//! activations are stored), then `madd` multiplies them with the 14-bit activations and sums
+//! pairs into i32 lanes; one f32 multiply-add per super-block and token.
 //!
 //! Each kernel takes `N` tokens: a block's levels and scales are unpacked once and used for
 //! all of them, which is what makes prefill cheaper per token than decode.
@@ -29,20 +31,43 @@ fn load<T>(bytes: &[T; 32]) -> __m256i {
     unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) }
 }
 
-/// The `i`-th 32 activation quants of a block (zeros past its end, which callers never ask for).
+/// The even-indexed and the odd-indexed activations of chunk `c` of a block.
 #[inline(always)]
-fn activations(a: &ActivationBlock, i: usize) -> __m256i {
-    let chunk: Option<&[i8; 32]> =
-        a.qs.get(i * 32..i * 32 + 32)
-            .and_then(|c| c.try_into().ok());
-    chunk.map_or_else(|| unsafe { _mm256_setzero_si256() }, load)
+fn chunk(a: &ActivationBlock, c: usize) -> [__m256i; 2] {
+    // SAFETY: 16 i16 are 32 bytes; unaligned loads.
+    a.qs[c].map(|half| unsafe { _mm256_loadu_si256(half.as_ptr().cast()) })
 }
 
-/// The block's 16 run sums as i16 lanes.
+/// Eight f32 values from a block's scaled run sums.
 #[inline(always)]
-fn run_sums(a: &ActivationBlock) -> __m256i {
-    // SAFETY: 16 i16 are 32 bytes; unaligned load.
-    unsafe { _mm256_loadu_si256(a.sums16.as_ptr().cast()) }
+fn eight(sums: &[f32; 8]) -> __m256 {
+    // SAFETY: 8 f32 are 32 bytes; unaligned load.
+    unsafe { _mm256_loadu_ps(sums.as_ptr()) }
+}
+
+/// `shuffle_epi8` indices that put source byte `low` in every even byte of the low 128-bit half
+/// and source byte `high` in every even byte of the high half, with zeros in the odd bytes; with
+/// `odd`, in the odd bytes, with zeros in the even ones. The source must hold the same 16 bytes
+/// in both halves.
+#[inline(always)]
+fn factor_index(low: u8, high: u8, odd: bool) -> __m256i {
+    const ZERO: i16 = 0x80;
+    let word = |byte: u8| {
+        let byte = i16::from(byte);
+        if odd {
+            (byte << 8) | ZERO
+        } else {
+            (ZERO << 8) | byte
+        }
+    };
+    unsafe { _mm256_setr_m128i(_mm_set1_epi16(word(low)), _mm_set1_epi16(word(high))) }
+}
+
+/// `acc + a·b` summed in pairs, in the form compilers turn into one `vpdpwssd` where VNNI is
+/// enabled.
+#[inline(always)]
+fn multiply_add(acc: __m256i, a: __m256i, b: __m256i) -> __m256i {
+    unsafe { _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)) }
 }
 
 /// Two f16 values (little-endian, back to back) widened at once.
@@ -71,13 +96,6 @@ fn horizontal_sum_128(v: __m128) -> f32 {
     _mm_cvtss_f32(_mm_add_ss(pairs, _mm_shuffle_ps(pairs, pairs, 1)))
 }
 
-/// Lane `i` of every 128-bit half holds word `index` of the source half, for `shuffle_epi8`.
-#[inline(always)]
-fn word_broadcast(index: usize) -> __m256i {
-    let low = (2 * index) as i16;
-    unsafe { _mm256_set1_epi16(((low + 1) << 8) | low) }
-}
-
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn q4_k<const N: usize>(
     weights: &[BlockQ4K],
@@ -85,15 +103,15 @@ pub(super) fn q4_k<const N: usize>(
 ) -> [f32; N] {
     let low_nibbles = _mm256_set1_epi8(0x0f);
     let mut sums = [_mm256_setzero_ps(); N];
-    let mut min_sums = [_mm_setzero_ps(); N];
     for (b, w) in weights.iter().enumerate() {
         let blocks: [Option<&ActivationBlock>; N] = std::array::from_fn(|t| acts[t].get(b));
         let (d, dmin) = f16_pair(w.d, w.dmin);
         let (scales, mins) = unpack_scale_mins(&w.scales);
-        let scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(
-            i64::from_le_bytes(scales),
-        )));
-        let mins = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(i64::from_le_bytes(mins)));
+        let scales = _mm256_broadcastsi128_si256(_mm_cvtsi64_si128(i64::from_le_bytes(scales)));
+        let mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(i64::from_le_bytes(
+            mins,
+        ))));
+        let min_factors = _mm256_mul_ps(mins, _mm256_set1_ps(dmin));
         let mut block = [_mm256_setzero_si256(); N];
         for (j, group) in w.qs.iter().enumerate() {
             let packed = load(group);
@@ -102,12 +120,17 @@ pub(super) fn q4_k<const N: usize>(
                 _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibbles),
             ];
             for (half, levels) in halves.into_iter().enumerate() {
+                // Run 2j + half is chunk 2j + half of the activations; one scale for all of it.
                 let run = 2 * j + half;
-                let scale = _mm256_shuffle_epi8(scales, word_broadcast(run));
+                let index = run as u8;
+                let even = _mm256_shuffle_epi8(scales, factor_index(index, index, false));
+                let odd = _mm256_shuffle_epi8(scales, factor_index(index, index, true));
+                let even = _mm256_maddubs_epi16(levels, even);
+                let odd = _mm256_maddubs_epi16(levels, odd);
                 for (block, a) in block.iter_mut().zip(blocks) {
                     if let Some(a) = a {
-                        let products = _mm256_maddubs_epi16(levels, activations(a, run));
-                        *block = _mm256_add_epi32(*block, _mm256_madd_epi16(products, scale));
+                        let [a_even, a_odd] = chunk(a, run);
+                        *block = multiply_add(multiply_add(*block, even, a_even), odd, a_odd);
                     }
                 }
             }
@@ -119,16 +142,10 @@ pub(super) fn q4_k<const N: usize>(
                 _mm256_cvtepi32_ps(block[t]),
                 sums[t],
             );
-            let sums16 = run_sums(a);
-            let pair_sums = _mm_hadd_epi16(
-                _mm256_castsi256_si128(sums16),
-                _mm256_extracti128_si256(sums16, 1),
-            );
-            let weighted = _mm_cvtepi32_ps(_mm_madd_epi16(pair_sums, mins));
-            min_sums[t] = _mm_fmadd_ps(_mm_set1_ps(a.d * dmin), weighted, min_sums[t]);
+            sums[t] = _mm256_fnmadd_ps(min_factors, eight(&a.sums32), sums[t]);
         }
     }
-    std::array::from_fn(|t| horizontal_sum(sums[t]) - horizontal_sum_128(min_sums[t]))
+    std::array::from_fn(|t| horizontal_sum(sums[t]))
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -143,15 +160,17 @@ pub(super) fn q6_k<const N: usize>(
         let blocks: [Option<&ActivationBlock>; N] = std::array::from_fn(|t| acts[t].get(b));
         let (d, _) = f16_pair(w.d, [0, 0]);
         // SAFETY: 16 i8 are 16 bytes; unaligned load.
-        let scales = _mm256_cvtepi8_epi16(unsafe { _mm_loadu_si128(w.scales.as_ptr().cast()) });
-        // The −32 offset of every level, as 32·Σ sc·(run sum), taken off the integer sums.
-        let mut block: [__m256i; N] = std::array::from_fn(|t| match blocks[t] {
-            Some(a) => _mm256_sub_epi32(
-                _mm256_setzero_si256(),
-                _mm256_slli_epi32(_mm256_madd_epi16(scales, run_sums(a)), 5),
-            ),
-            None => _mm256_setzero_si256(),
+        let scale_bytes = unsafe { _mm_loadu_si128(w.scales.as_ptr().cast()) };
+        let scales = _mm256_broadcastsi128_si256(scale_bytes);
+        // The −32 offset of every level, as 32·d·sc times the run sums.
+        let offset_factor = _mm256_set1_ps(32.0 * d);
+        let offsets = [scale_bytes, _mm_srli_si128(scale_bytes, 8)].map(|eight| {
+            _mm256_mul_ps(
+                offset_factor,
+                _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(eight)),
+            )
         });
+        let mut block = [_mm256_setzero_si256(); N];
         for (h, (ql, qh)) in w.ql.iter().zip(&w.qh).enumerate() {
             let (Ok(first), Ok(second)) = (
                 <&[u8; 32]>::try_from(&ql[..32]),
@@ -176,34 +195,34 @@ pub(super) fn q6_k<const N: usize>(
                     top(_mm256_srli_epi16(qh, 6)),
                 ),
             ];
-            // The scales of runs 16h .. 16h + 8 sit in the low half of `scales` for h = 0 and
-            // the high half for h = 1; put that half in both lanes.
-            let half_scales = if h == 0 {
-                _mm256_permute2x128_si256(scales, scales, 0x00)
-            } else {
-                _mm256_permute2x128_si256(scales, scales, 0x11)
-            };
             for (quarter, levels) in levels.into_iter().enumerate() {
-                // Each 128-bit half of the products covers one run of 16: runs 2q and 2q + 1.
-                let pair = _mm256_shuffle_epi8(half_scales, word_broadcast(2 * quarter));
-                let next = _mm256_shuffle_epi8(half_scales, word_broadcast(2 * quarter + 1));
-                let scale = _mm256_blend_epi32(pair, next, 0xf0);
+                // Quarter q of half h is chunk 4h + q: runs 8h + 2q (its low 16 bytes) and
+                // 8h + 2q + 1 (its high 16 bytes).
+                let c = 4 * h + quarter;
+                let (low, high) = ((2 * c) as u8, (2 * c + 1) as u8);
+                let even = _mm256_shuffle_epi8(scales, factor_index(low, high, false));
+                let odd = _mm256_shuffle_epi8(scales, factor_index(low, high, true));
+                let even = _mm256_maddubs_epi16(levels, even);
+                let odd = _mm256_maddubs_epi16(levels, odd);
                 for (block, a) in block.iter_mut().zip(blocks) {
                     if let Some(a) = a {
-                        let products =
-                            _mm256_maddubs_epi16(levels, activations(a, h * 4 + quarter));
-                        *block = _mm256_add_epi32(*block, _mm256_madd_epi16(products, scale));
+                        let [a_even, a_odd] = chunk(a, c);
+                        *block = multiply_add(multiply_add(*block, even, a_even), odd, a_odd);
                     }
                 }
             }
         }
         for (t, a) in blocks.into_iter().enumerate() {
             let Some(a) = a else { continue };
+            let [low_runs, high_runs] = [&a.sums16[..8], &a.sums16[8..]]
+                .map(|s| <&[f32; 8]>::try_from(s).map_or(_mm256_setzero_ps(), eight));
             sums[t] = _mm256_fmadd_ps(
                 _mm256_set1_ps(a.d * d),
                 _mm256_cvtepi32_ps(block[t]),
                 sums[t],
             );
+            sums[t] = _mm256_fnmadd_ps(offsets[0], low_runs, sums[t]);
+            sums[t] = _mm256_fnmadd_ps(offsets[1], high_runs, sums[t]);
         }
     }
     std::array::from_fn(|t| horizontal_sum(sums[t]))
@@ -214,27 +233,30 @@ pub(super) fn q8_0<const N: usize>(
     weights: &[BlockQ8_0],
     acts: [&[ActivationBlock]; N],
 ) -> [f32; N] {
-    let ones = _mm256_set1_epi16(1);
+    // maddubs with 1 in every even (odd) byte sign-extends the even (odd) weights to i16.
+    let even_ones = _mm256_set1_epi16(1);
+    let odd_ones = _mm256_set1_epi16(1 << 8);
     let mut sums = [_mm256_setzero_ps(); N];
     for (b, ws) in weights.chunks_exact(Q8_0_PER_ACTIVATION).enumerate() {
         let blocks: [Option<&ActivationBlock>; N] = std::array::from_fn(|t| acts[t].get(b));
-        for (i, w) in ws.iter().enumerate() {
+        let mut block_sums = [_mm256_setzero_ps(); N];
+        for (c, w) in ws.iter().enumerate() {
             let q = load(&w.qs);
             let (d, _) = f16_pair(w.d, [0, 0]);
-            // maddubs wants one unsigned operand: |w| against activations carrying w's sign.
-            let magnitudes = _mm256_sign_epi8(q, q);
-            for (sum, a) in sums.iter_mut().zip(blocks) {
+            let d = _mm256_set1_ps(d);
+            let even = _mm256_maddubs_epi16(even_ones, q);
+            let odd = _mm256_maddubs_epi16(odd_ones, q);
+            for (sum, a) in block_sums.iter_mut().zip(blocks) {
                 if let Some(a) = a {
-                    let signed = _mm256_sign_epi8(activations(a, i), q);
-                    let products =
-                        _mm256_madd_epi16(_mm256_maddubs_epi16(magnitudes, signed), ones);
-                    *sum = _mm256_fmadd_ps(
-                        _mm256_set1_ps(a.d * d),
-                        _mm256_cvtepi32_ps(products),
-                        *sum,
-                    );
+                    let [a_even, a_odd] = chunk(a, c);
+                    let products = multiply_add(_mm256_madd_epi16(even, a_even), odd, a_odd);
+                    *sum = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(products), *sum);
                 }
             }
+        }
+        for (t, a) in blocks.into_iter().enumerate() {
+            let Some(a) = a else { continue };
+            sums[t] = _mm256_fmadd_ps(_mm256_set1_ps(a.d), block_sums[t], sums[t]);
         }
     }
     std::array::from_fn(|t| horizontal_sum(sums[t]))
