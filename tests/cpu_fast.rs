@@ -80,7 +80,7 @@ fn check_kernel(ty: GgmlType) {
             .map(|t| QuantizedActivations::new(&values(seed + 200 + t, cols)).unwrap())
             .collect();
         let mut together = vec![0.0f32; tokens.len()];
-        quant::dot_row_quantized_tokens(ty, &bytes, &tokens, &mut together).unwrap();
+        quant::matmul_quantized(ty, &bytes, &tokens, &mut together).unwrap();
         for (t, (token, &value)) in tokens.iter().zip(&together).enumerate() {
             let alone = quant::dot_row_quantized_scalar(ty, &bytes, token).unwrap();
             assert!(

@@ -205,30 +205,20 @@ fn matvec(
         })
 }
 
-/// Fast mode. A task owns a tile of weight rows; it walks the tokens a small group at a time and
-/// runs the whole tile against each group, so the group's activations stay in L1 while the
-/// tile's rows (a few KB) are reused by every group. `out` is [weight row][token].
+/// Fast mode: each task runs a slice of weight rows against every token. `out` is
+/// [weight row][token].
 fn matmul_quantized(
     w: &CpuWeight,
     tokens: &[quant::QuantizedActivations],
     out: &mut [f32],
     rows_per_task: usize,
 ) -> Result<(), BackendError> {
-    let op = "matmul";
     let n = tokens.len();
+    let weights = w.file.tensor_data(&w.info);
     out.par_chunks_mut(rows_per_task * n)
-        .enumerate()
-        .try_for_each(|(i, ys)| {
-            for (g, group) in tokens.chunks(TOKEN_GROUP).enumerate() {
-                let first = g * TOKEN_GROUP;
-                for (k, ys) in ys.chunks_exact_mut(n).enumerate() {
-                    let row = w.row(op, i * rows_per_task + k)?;
-                    let ys = &mut ys[first..first + group.len()];
-                    quant::dot_row_quantized_tokens(w.ty, row, group, ys)
-                        .map_err(w.quant_error(op))?;
-                }
-            }
-            Ok(())
+        .zip(weights.par_chunks(rows_per_task * w.row_bytes))
+        .try_for_each(|(ys, rows)| {
+            quant::matmul_quantized(w.ty, rows, tokens, ys).map_err(w.quant_error("matmul"))
         })
 }
 

@@ -27,7 +27,7 @@ pub(super) struct ActivationBlock {
     /// kernel shuffles activations.
     pub(super) qs: [[[i16; CHUNK / 2]; 2]; ACTIVATION_BLOCK / CHUNK],
     /// `d` times the sum of the quants of each run of 16 (in element order).
-    pub(super) sums16: [f32; ACTIVATION_BLOCK / 16],
+    pub(super) sums16: [[f32; 8]; ACTIVATION_BLOCK / 16 / 8],
     /// `d` times the sum of the quants of each run of 32.
     pub(super) sums32: [f32; ACTIVATION_BLOCK / 32],
     /// The step: value ≈ d·quant.
@@ -107,8 +107,8 @@ fn quantize_block(x: &[f32]) -> ActivationBlock {
     for (sum, run) in run_sums.iter_mut().zip(quants.chunks_exact(16)) {
         *sum = run.iter().map(|&q| i32::from(q)).sum();
     }
-    let mut sums16 = [0f32; ACTIVATION_BLOCK / 16];
-    for (scaled, &sum) in sums16.iter_mut().zip(&run_sums) {
+    let mut sums16 = [[0f32; 8]; ACTIVATION_BLOCK / 16 / 8];
+    for (scaled, &sum) in sums16.as_flattened_mut().iter_mut().zip(&run_sums) {
         *scaled = d * sum as f32;
     }
     let mut sums32 = [0f32; ACTIVATION_BLOCK / 32];

@@ -1,6 +1,6 @@
-//! Weight rows times 8-bit activations: integer products within each block, one f32 step per
-//! block (as ggml's CPU kernels do). The scalar kernels here are the definition; the AVX2 ones
-//! in `quantized_dot_avx2` compute the same integer sums.
+//! Weight rows times 14-bit activations: integer products within each block, one f32 step per
+//! block (as ggml's CPU kernels do with 8 bits). The scalar kernels here are the definition;
+//! the vector ones in `quantized_dot_x86` compute the same integer sums.
 
 use super::activations::{ActivationBlock, QuantizedActivations, ACTIVATION_BLOCK};
 use super::block::{blocks, f16_to_f32};
@@ -25,7 +25,7 @@ pub fn dot_row_quantized(
     x: &QuantizedActivations,
 ) -> Result<f32, QuantError> {
     let mut y = 0.0;
-    dot_row_quantized_tokens(
+    matmul_quantized(
         ty,
         bytes,
         std::slice::from_ref(x),
@@ -34,94 +34,69 @@ pub fn dot_row_quantized(
     Ok(y)
 }
 
-/// One encoded row against several tokens' activations (`out[t]` for `xs[t]`): the row's
-/// blocks are unpacked once per group of tokens rather than once per token.
-pub fn dot_row_quantized_tokens(
+/// A slice of a matmul: `out[r·n + t]` = row `r` of the encoded rows back to back in `bytes`,
+/// times token `t` of the `n = xs.len()` tokens' activations. Each row's blocks are unpacked
+/// once per group of tokens rather than once per token.
+pub fn matmul_quantized(
     ty: GgmlType,
     bytes: &[u8],
     xs: &[QuantizedActivations],
     out: &mut [f32],
 ) -> Result<(), QuantError> {
-    if out.len() != xs.len() {
+    let Some(first) = xs.first() else {
+        return Ok(());
+    };
+    let row_bytes = first.blocks.len() * activation_block_bytes(ty)?;
+    let row_elems = first.len();
+    if let Some(x) = xs.iter().find(|x| x.len() != row_elems) {
+        return Err(QuantError::LengthMismatch {
+            ty,
+            bytes: row_bytes,
+            row_elems,
+            what: "another token's activations",
+            elems: x.len(),
+        });
+    }
+    if row_bytes == 0 || !bytes.len().is_multiple_of(row_bytes) {
+        return Err(QuantError::RaggedRows {
+            ty,
+            bytes: bytes.len(),
+            row_bytes,
+        });
+    }
+    let rows = bytes.len() / row_bytes;
+    if out.len() != rows * xs.len() {
         return Err(QuantError::LengthMismatch {
             ty,
             bytes: bytes.len(),
-            row_elems: xs.len(),
-            what: "the output (one value per token)",
+            row_elems: rows * xs.len(),
+            what: "the output (one value per row and token)",
             elems: out.len(),
         });
     }
-    for x in xs {
-        check_quantized(ty, bytes, x)?;
-    }
     #[cfg(target_arch = "x86_64")]
-    if super::quantized_dot_avx2::supported() {
-        // SAFETY: the CPU supports the features the kernels are compiled for.
-        return unsafe { tokens_avx2(ty, bytes, xs, out) };
+    if let Some(isa) = super::quantized_dot_x86::Isa::detect() {
+        let xs: Vec<&[ActivationBlock]> = xs.iter().map(|x| &x.blocks[..]).collect();
+        super::quantized_dot_x86::matmul(isa, ty, bytes, row_bytes, &xs, out);
+        return Ok(());
     }
-    for (y, x) in out.iter_mut().zip(xs) {
-        *y = dot_row_quantized_scalar(ty, bytes, x)?;
+    for (row, ys) in bytes
+        .chunks_exact(row_bytes)
+        .zip(out.chunks_exact_mut(xs.len()))
+    {
+        for (y, x) in ys.iter_mut().zip(xs) {
+            *y = dot_row_quantized_scalar(ty, row, x)?;
+        }
     }
     Ok(())
 }
 
-/// Tokens per pass of the vector kernels over a weight row.
-#[cfg(target_arch = "x86_64")]
-const TOKENS_PER_PASS: usize = 8;
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn tokens_avx2(
-    ty: GgmlType,
-    bytes: &[u8],
-    xs: &[QuantizedActivations],
-    out: &mut [f32],
-) -> Result<(), QuantError> {
-    use super::quantized_dot_avx2 as avx2;
-    /// A short last group runs the same kernel with its missing token slots empty.
-    fn run<B, const N: usize>(
-        weights: &[B],
-        xs: &[QuantizedActivations],
-        out: &mut [f32],
-        kernel: impl Fn(&[B], [&[ActivationBlock]; N]) -> [f32; N],
-    ) {
-        for (group, ys) in xs.chunks(N).zip(out.chunks_mut(N)) {
-            let acts = std::array::from_fn(|t| group.get(t).map_or(&[][..], |x| &x.blocks[..]));
-            for (y, value) in ys.iter_mut().zip(kernel(weights, acts)) {
-                *y = value;
-            }
-        }
+/// Bytes of `ty` that one activation block meets.
+fn activation_block_bytes(ty: GgmlType) -> Result<usize, QuantError> {
+    if !has_quantized_dot(ty) {
+        return unsupported(ty);
     }
-    // Decode has one token: a kernel sized for it skips the empty slots' bookkeeping.
-    let single = xs.len() == 1;
-    match ty {
-        GgmlType::Q4_K => {
-            let w = blocks::<Q4K>(bytes)?;
-            if single {
-                run::<_, 1>(w, xs, out, |w, a| avx2::q4_k(w, a))
-            } else {
-                run::<_, TOKENS_PER_PASS>(w, xs, out, |w, a| avx2::q4_k(w, a))
-            }
-        }
-        GgmlType::Q6_K => {
-            let w = blocks::<Q6K>(bytes)?;
-            if single {
-                run::<_, 1>(w, xs, out, |w, a| avx2::q6_k(w, a))
-            } else {
-                run::<_, TOKENS_PER_PASS>(w, xs, out, |w, a| avx2::q6_k(w, a))
-            }
-        }
-        GgmlType::Q8_0 => {
-            let w = blocks::<Q8_0>(bytes)?;
-            if single {
-                run::<_, 1>(w, xs, out, |w, a| avx2::q8_0(w, a))
-            } else {
-                run::<_, TOKENS_PER_PASS>(w, xs, out, |w, a| avx2::q8_0(w, a))
-            }
-        }
-        _ => return unsupported(ty),
-    }
-    Ok(())
+    Ok(ty.block_bytes() * ACTIVATION_BLOCK / ty.block_elems())
 }
 
 /// [`dot_row_quantized`] on the portable kernels (what non-AVX2 machines run; tests compare
@@ -210,7 +185,7 @@ fn q6_k_block(w: &BlockQ6K, a: &ActivationBlock) -> f32 {
     let offset: f32 = w
         .scales
         .iter()
-        .zip(&a.sums16)
+        .zip(a.sums16.as_flattened())
         .map(|(&sc, &s)| f32::from(sc) * s)
         .sum();
     f16_to_f32(w.d) * (a.d * sum as f32 - 32.0 * offset)
