@@ -276,6 +276,93 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
+/// One token of one Gated DeltaNet head.
+struct DeltaStep<'a> {
+    q: &'a [f32],
+    k: &'a [f32],
+    v: &'a [f32],
+    decay: f32,
+    beta: f32,
+}
+
+/// Advances a head's state `s` ([k_dim][v_dim]) by one token and writes its output to `o`
+/// (zeros on entry); `delta` is scratch of `v_dim` values.
+#[inline(always)]
+fn delta_step_body(step: &DeltaStep, s: &mut [f32], o: &mut [f32], delta: &mut [f32]) {
+    let v_dim = o.len();
+    // Decay S, and read what it recalls for k: r = Sᵀk (kept in `delta`).
+    delta.fill(0.0);
+    for (s_i, &k_i) in s.chunks_exact_mut(v_dim).zip(step.k) {
+        for (s, r) in s_i.iter_mut().zip(delta.iter_mut()) {
+            *s *= step.decay;
+            *r += *s * k_i;
+        }
+    }
+    for (d, &vj) in delta.iter_mut().zip(step.v) {
+        *d = step.beta * (vj - *d);
+    }
+    // Write k ⊗ δ into S, and read o = Sᵀq.
+    for ((s_i, &k_i), &q_i) in s.chunks_exact_mut(v_dim).zip(step.k).zip(step.q) {
+        for ((s, &d), o) in s_i.iter_mut().zip(&*delta).zip(o.iter_mut()) {
+            *s += k_i * d;
+            *o += *s * q_i;
+        }
+    }
+}
+
+/// [`delta_step_body`] on the widest vectors this CPU has. Every build runs the same
+/// element-wise Rust (the compiler neither fuses nor reorders float operations), so results
+/// are bit-identical.
+fn delta_step(step: &DeltaStep, s: &mut [f32], o: &mut [f32], delta: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if wide_vectors::avx512() {
+            // SAFETY: the CPU has the features the function is compiled for.
+            return unsafe { wide_vectors::delta_step_avx512(step, s, o, delta) };
+        }
+        if wide_vectors::avx2() {
+            // SAFETY: as above.
+            return unsafe { wide_vectors::delta_step_avx2(step, s, o, delta) };
+        }
+    }
+    delta_step_body(step, s, o, delta)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod wide_vectors {
+    use super::{delta_step_body, DeltaStep};
+
+    pub(super) fn avx512() -> bool {
+        static DETECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *DETECTED.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
+    }
+
+    pub(super) fn avx2() -> bool {
+        static DETECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *DETECTED.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn delta_step_avx512(
+        step: &DeltaStep,
+        s: &mut [f32],
+        o: &mut [f32],
+        delta: &mut [f32],
+    ) {
+        delta_step_body(step, s, o, delta)
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) fn delta_step_avx2(
+        step: &DeltaStep,
+        s: &mut [f32],
+        o: &mut [f32],
+        delta: &mut [f32],
+    ) {
+        delta_step_body(step, s, o, delta)
+    }
+}
+
 fn silu(x: f32) -> f32 {
     x / (1.0 + (-x).exp())
 }
@@ -770,16 +857,30 @@ impl Backend for CpuBackend {
                 }
                 // The raw inputs in time order: the carried rows, then this call's.
                 let history = [state.data.as_slice(), x.data.as_slice()].concat();
-                let mut out = vec![0f32; x.data.len()];
-                for (t, row) in out.chunks_exact_mut(channels).enumerate() {
-                    for (c, y) in row.iter_mut().enumerate() {
-                        let taps_c = w.row(c);
-                        let sum: f32 = (0..taps)
-                            .map(|k| taps_c[k] * history[(t + k) * channels + c])
-                            .sum();
-                        *y = silu(sum);
+                // Tap-major weights, so each step runs along the channels of one input row.
+                let mut by_tap = vec![0f32; taps * channels];
+                for (c, taps_c) in w.data.chunks_exact(taps).enumerate() {
+                    for (k, &tap) in taps_c.iter().enumerate() {
+                        by_tap[k * channels + c] = tap;
                     }
                 }
+                let mut out = vec![0f32; x.data.len()];
+                self.pool.install(|| {
+                    out.par_chunks_mut(channels)
+                        .enumerate()
+                        .for_each(|(t, row)| {
+                            // −0.0 and taps in order: what `Iterator::sum` over the taps gives,
+                            // so the results do not depend on the loop order.
+                            row.fill(-0.0);
+                            let inputs = history[t * channels..].chunks_exact(channels);
+                            for (tap, input) in by_tap.chunks_exact(channels).zip(inputs) {
+                                for ((y, &w), &v) in row.iter_mut().zip(tap).zip(input) {
+                                    *y += w * v;
+                                }
+                            }
+                            row.iter_mut().for_each(|y| *y = silu(*y));
+                        })
+                });
                 state.data.copy_from_slice(&history[x.rows * channels..]);
                 Ok(CpuTensor {
                     rows: x.rows,
@@ -867,32 +968,14 @@ impl Backend for CpuBackend {
                             let mut o = vec![0f32; n * v_dim];
                             let mut delta = vec![0f32; v_dim];
                             for (t, o_t) in o.chunks_exact_mut(v_dim).enumerate() {
-                                let (q_t, k_t) = (&q.row(t)[kh.clone()], &k.row(t)[kh.clone()]);
-                                let v_t = &v.row(t)[h * v_dim..(h + 1) * v_dim];
-                                let decay = g.row(t)[h].exp();
-                                let b = beta.row(t)[h];
-                                // Decay S, and read what it recalls for k: r = Sᵀk (kept in `delta`).
-                                delta.fill(0.0);
-                                for (s_i, &k_i) in s.chunks_exact_mut(v_dim).zip(k_t) {
-                                    for (s, r) in s_i.iter_mut().zip(delta.iter_mut()) {
-                                        *s *= decay;
-                                        *r += *s * k_i;
-                                    }
-                                }
-                                for (d, &vj) in delta.iter_mut().zip(v_t) {
-                                    *d = b * (vj - *d);
-                                }
-                                // Write k ⊗ δ into S, and read o = Sᵀq.
-                                for ((s_i, &k_i), &q_i) in
-                                    s.chunks_exact_mut(v_dim).zip(k_t).zip(q_t)
-                                {
-                                    for ((s, &d), o) in
-                                        s_i.iter_mut().zip(&delta).zip(o_t.iter_mut())
-                                    {
-                                        *s += k_i * d;
-                                        *o += *s * q_i;
-                                    }
-                                }
+                                let step = DeltaStep {
+                                    q: &q.row(t)[kh.clone()],
+                                    k: &k.row(t)[kh.clone()],
+                                    v: &v.row(t)[h * v_dim..(h + 1) * v_dim],
+                                    decay: g.row(t)[h].exp(),
+                                    beta: beta.row(t)[h],
+                                };
+                                delta_step(&step, s, o_t, &mut delta);
                             }
                             o
                         })
