@@ -25,9 +25,10 @@ pub enum CpuMode {
     /// f32 activations against dequantized weights: the reference every test compares with.
     #[default]
     Exact,
-    /// Activations quantized to 8 bits once per matmul (256-value blocks) and integer dot
-    /// products with Q4_K, Q6_K and Q8_0 weights, as llama.cpp's CPU backend does; other
-    /// weight formats and rows not a multiple of 256 stay exact.
+    /// Activations quantized to 14-bit integers once per matmul (256-value blocks) and
+    /// integer dot products with Q4_K, Q6_K and Q8_0 weights (llama.cpp's CPU backend does the
+    /// same with 8 bits, which moves logits far more); other weight formats and rows not a
+    /// multiple of 256 stay exact.
     Fast,
 }
 
@@ -207,30 +208,20 @@ fn matvec(
         })
 }
 
-/// Fast mode. A task owns a tile of weight rows; it walks the tokens a small group at a time and
-/// runs the whole tile against each group, so the group's activations stay in L1 while the
-/// tile's rows (a few KB) are reused by every group. `out` is [weight row][token].
+/// Fast mode: each task runs a slice of weight rows against every token. `out` is
+/// [weight row][token].
 fn matmul_quantized(
     w: &CpuWeight,
     tokens: &[quant::QuantizedActivations],
     out: &mut [f32],
     rows_per_task: usize,
 ) -> Result<(), BackendError> {
-    let op = "matmul";
     let n = tokens.len();
+    let weights = w.file.tensor_data(&w.info);
     out.par_chunks_mut(rows_per_task * n)
-        .enumerate()
-        .try_for_each(|(i, ys)| {
-            for (g, group) in tokens.chunks(TOKEN_GROUP).enumerate() {
-                let first = g * TOKEN_GROUP;
-                for (k, ys) in ys.chunks_exact_mut(n).enumerate() {
-                    let row = w.row(op, i * rows_per_task + k)?;
-                    let ys = &mut ys[first..first + group.len()];
-                    quant::dot_row_quantized_tokens(w.ty, row, group, ys)
-                        .map_err(w.quant_error(op))?;
-                }
-            }
-            Ok(())
+        .zip(weights.par_chunks(rows_per_task * w.row_bytes))
+        .try_for_each(|(ys, rows)| {
+            quant::matmul_quantized(w.ty, rows, tokens, ys).map_err(w.quant_error("matmul"))
         })
 }
 
@@ -286,6 +277,93 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     }
     let tail: f32 = a_tail.iter().zip(b_tail).map(|(x, y)| x * y).sum();
     acc.iter().sum::<f32>() + tail
+}
+
+/// One token of one Gated DeltaNet head.
+struct DeltaStep<'a> {
+    q: &'a [f32],
+    k: &'a [f32],
+    v: &'a [f32],
+    decay: f32,
+    beta: f32,
+}
+
+/// Advances a head's state `s` ([k_dim][v_dim]) by one token and writes its output to `o`
+/// (zeros on entry); `delta` is scratch of `v_dim` values.
+#[inline(always)]
+fn delta_step_body(step: &DeltaStep, s: &mut [f32], o: &mut [f32], delta: &mut [f32]) {
+    let v_dim = o.len();
+    // Decay S, and read what it recalls for k: r = Sᵀk (kept in `delta`).
+    delta.fill(0.0);
+    for (s_i, &k_i) in s.chunks_exact_mut(v_dim).zip(step.k) {
+        for (s, r) in s_i.iter_mut().zip(delta.iter_mut()) {
+            *s *= step.decay;
+            *r += *s * k_i;
+        }
+    }
+    for (d, &vj) in delta.iter_mut().zip(step.v) {
+        *d = step.beta * (vj - *d);
+    }
+    // Write k ⊗ δ into S, and read o = Sᵀq.
+    for ((s_i, &k_i), &q_i) in s.chunks_exact_mut(v_dim).zip(step.k).zip(step.q) {
+        for ((s, &d), o) in s_i.iter_mut().zip(&*delta).zip(o.iter_mut()) {
+            *s += k_i * d;
+            *o += *s * q_i;
+        }
+    }
+}
+
+/// [`delta_step_body`] on the widest vectors this CPU has. Every build runs the same
+/// element-wise Rust (the compiler neither fuses nor reorders float operations), so results
+/// are bit-identical.
+fn delta_step(step: &DeltaStep, s: &mut [f32], o: &mut [f32], delta: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if wide_vectors::avx512() {
+            // SAFETY: the CPU has the features the function is compiled for.
+            return unsafe { wide_vectors::delta_step_avx512(step, s, o, delta) };
+        }
+        if wide_vectors::avx2() {
+            // SAFETY: as above.
+            return unsafe { wide_vectors::delta_step_avx2(step, s, o, delta) };
+        }
+    }
+    delta_step_body(step, s, o, delta)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod wide_vectors {
+    use super::{delta_step_body, DeltaStep};
+
+    pub(super) fn avx512() -> bool {
+        static DETECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *DETECTED.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
+    }
+
+    pub(super) fn avx2() -> bool {
+        static DETECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *DETECTED.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn delta_step_avx512(
+        step: &DeltaStep,
+        s: &mut [f32],
+        o: &mut [f32],
+        delta: &mut [f32],
+    ) {
+        delta_step_body(step, s, o, delta)
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) fn delta_step_avx2(
+        step: &DeltaStep,
+        s: &mut [f32],
+        o: &mut [f32],
+        delta: &mut [f32],
+    ) {
+        delta_step_body(step, s, o, delta)
+    }
 }
 
 fn silu(x: f32) -> f32 {
@@ -831,16 +909,30 @@ impl Backend for CpuBackend {
                 }
                 // The raw inputs in time order: the carried rows, then this call's.
                 let history = [state.data.as_slice(), x.data.as_slice()].concat();
-                let mut out = vec![0f32; x.data.len()];
-                for (t, row) in out.chunks_exact_mut(channels).enumerate() {
-                    for (c, y) in row.iter_mut().enumerate() {
-                        let taps_c = w.row(c);
-                        let sum: f32 = (0..taps)
-                            .map(|k| taps_c[k] * history[(t + k) * channels + c])
-                            .sum();
-                        *y = silu(sum);
+                // Tap-major weights, so each step runs along the channels of one input row.
+                let mut by_tap = vec![0f32; taps * channels];
+                for (c, taps_c) in w.data.chunks_exact(taps).enumerate() {
+                    for (k, &tap) in taps_c.iter().enumerate() {
+                        by_tap[k * channels + c] = tap;
                     }
                 }
+                let mut out = vec![0f32; x.data.len()];
+                self.pool.install(|| {
+                    out.par_chunks_mut(channels)
+                        .enumerate()
+                        .for_each(|(t, row)| {
+                            // −0.0 and taps in order: what `Iterator::sum` over the taps gives,
+                            // so the results do not depend on the loop order.
+                            row.fill(-0.0);
+                            let inputs = history[t * channels..].chunks_exact(channels);
+                            for (tap, input) in by_tap.chunks_exact(channels).zip(inputs) {
+                                for ((y, &w), &v) in row.iter_mut().zip(tap).zip(input) {
+                                    *y += w * v;
+                                }
+                            }
+                            row.iter_mut().for_each(|y| *y = silu(*y));
+                        })
+                });
                 state.data.copy_from_slice(&history[x.rows * channels..]);
                 Ok(CpuTensor {
                     rows: x.rows,
@@ -928,32 +1020,14 @@ impl Backend for CpuBackend {
                             let mut o = vec![0f32; n * v_dim];
                             let mut delta = vec![0f32; v_dim];
                             for (t, o_t) in o.chunks_exact_mut(v_dim).enumerate() {
-                                let (q_t, k_t) = (&q.row(t)[kh.clone()], &k.row(t)[kh.clone()]);
-                                let v_t = &v.row(t)[h * v_dim..(h + 1) * v_dim];
-                                let decay = g.row(t)[h].exp();
-                                let b = beta.row(t)[h];
-                                // Decay S, and read what it recalls for k: r = Sᵀk (kept in `delta`).
-                                delta.fill(0.0);
-                                for (s_i, &k_i) in s.chunks_exact_mut(v_dim).zip(k_t) {
-                                    for (s, r) in s_i.iter_mut().zip(delta.iter_mut()) {
-                                        *s *= decay;
-                                        *r += *s * k_i;
-                                    }
-                                }
-                                for (d, &vj) in delta.iter_mut().zip(v_t) {
-                                    *d = b * (vj - *d);
-                                }
-                                // Write k ⊗ δ into S, and read o = Sᵀq.
-                                for ((s_i, &k_i), &q_i) in
-                                    s.chunks_exact_mut(v_dim).zip(k_t).zip(q_t)
-                                {
-                                    for ((s, &d), o) in
-                                        s_i.iter_mut().zip(&delta).zip(o_t.iter_mut())
-                                    {
-                                        *s += k_i * d;
-                                        *o += *s * q_i;
-                                    }
-                                }
+                                let step = DeltaStep {
+                                    q: &q.row(t)[kh.clone()],
+                                    k: &k.row(t)[kh.clone()],
+                                    v: &v.row(t)[h * v_dim..(h + 1) * v_dim],
+                                    decay: g.row(t)[h].exp(),
+                                    beta: beta.row(t)[h],
+                                };
+                                delta_step(&step, s, o_t, &mut delta);
                             }
                             o
                         })

@@ -13,7 +13,7 @@
 //!
 //! The f32 paths compute the same operations in the same order on every machine; on x86-64
 //! with AVX2 and FMA they are compiled a second time for those features (picked at run time),
-//! which only widens the vectors. The 8-bit activation path (`QuantizedActivations`,
+//! which only widens the vectors. The 14-bit activation path (`QuantizedActivations`,
 //! `dot_row_quantized`) is an approximation for speed, with integer kernels.
 
 mod activations;
@@ -29,13 +29,15 @@ mod q6_k;
 mod q8_0;
 mod quantized_dot;
 #[cfg(target_arch = "x86_64")]
-mod quantized_dot_avx2;
+mod quantized_dot_x86;
+#[cfg(target_arch = "x86_64")]
+mod quantized_matmul_avx512;
 mod simd;
 
-pub use activations::{QuantizedActivations, ACTIVATION_BLOCK};
+pub use activations::{QuantizedActivations, ACTIVATION_BLOCK, ACTIVATION_QUANT_MAX};
 pub use ggml_type::{row_bytes, GgmlType};
 pub use quantized_dot::{
-    dot_row_quantized, dot_row_quantized_scalar, dot_row_quantized_tokens, has_quantized_dot,
+    dot_row_quantized, dot_row_quantized_scalar, has_quantized_dot, matmul_quantized,
 };
 
 use float::{Bf16, F16, F32};
@@ -60,6 +62,12 @@ pub enum QuantError {
         ty: GgmlType,
         elems: usize,
         block_elems: usize,
+    },
+    #[error("{} matrix of {bytes} bytes is not a whole number of {row_bytes}-byte rows", .ty.name())]
+    RaggedRows {
+        ty: GgmlType,
+        bytes: usize,
+        row_bytes: usize,
     },
     #[error("{} row of {bytes} bytes holds {row_elems} elements but {what} has {elems}", .ty.name())]
     LengthMismatch {

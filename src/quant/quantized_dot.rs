@@ -1,6 +1,6 @@
-//! Weight rows times 8-bit activations: integer products within each block, one f32 step per
-//! block (as ggml's CPU kernels do). The scalar kernels here are the definition; the AVX2 ones
-//! in `quantized_dot_avx2` compute the same integer sums.
+//! Weight rows times 14-bit activations: integer products within each block, one f32 step per
+//! block (as ggml's CPU kernels do with 8 bits). The scalar kernels here are the definition;
+//! the vector ones in `quantized_dot_x86` compute the same integer sums.
 
 use super::activations::{ActivationBlock, QuantizedActivations, ACTIVATION_BLOCK};
 use super::block::{blocks, f16_to_f32};
@@ -25,7 +25,7 @@ pub fn dot_row_quantized(
     x: &QuantizedActivations,
 ) -> Result<f32, QuantError> {
     let mut y = 0.0;
-    dot_row_quantized_tokens(
+    matmul_quantized(
         ty,
         bytes,
         std::slice::from_ref(x),
@@ -34,94 +34,69 @@ pub fn dot_row_quantized(
     Ok(y)
 }
 
-/// One encoded row against several tokens' activations (`out[t]` for `xs[t]`): the row's
-/// blocks are unpacked once per group of tokens rather than once per token.
-pub fn dot_row_quantized_tokens(
+/// A slice of a matmul: `out[r·n + t]` = row `r` of the encoded rows back to back in `bytes`,
+/// times token `t` of the `n = xs.len()` tokens' activations. Each row's blocks are unpacked
+/// once per group of tokens rather than once per token.
+pub fn matmul_quantized(
     ty: GgmlType,
     bytes: &[u8],
     xs: &[QuantizedActivations],
     out: &mut [f32],
 ) -> Result<(), QuantError> {
-    if out.len() != xs.len() {
+    let Some(first) = xs.first() else {
+        return Ok(());
+    };
+    let row_bytes = first.blocks.len() * activation_block_bytes(ty)?;
+    let row_elems = first.len();
+    if let Some(x) = xs.iter().find(|x| x.len() != row_elems) {
+        return Err(QuantError::LengthMismatch {
+            ty,
+            bytes: row_bytes,
+            row_elems,
+            what: "another token's activations",
+            elems: x.len(),
+        });
+    }
+    if row_bytes == 0 || !bytes.len().is_multiple_of(row_bytes) {
+        return Err(QuantError::RaggedRows {
+            ty,
+            bytes: bytes.len(),
+            row_bytes,
+        });
+    }
+    let rows = bytes.len() / row_bytes;
+    if out.len() != rows * xs.len() {
         return Err(QuantError::LengthMismatch {
             ty,
             bytes: bytes.len(),
-            row_elems: xs.len(),
-            what: "the output (one value per token)",
+            row_elems: rows * xs.len(),
+            what: "the output (one value per row and token)",
             elems: out.len(),
         });
     }
-    for x in xs {
-        check_quantized(ty, bytes, x)?;
-    }
     #[cfg(target_arch = "x86_64")]
-    if super::quantized_dot_avx2::supported() {
-        // SAFETY: the CPU supports the features the kernels are compiled for.
-        return unsafe { tokens_avx2(ty, bytes, xs, out) };
+    if let Some(isa) = super::quantized_dot_x86::Isa::detect() {
+        let xs: Vec<&[ActivationBlock]> = xs.iter().map(|x| &x.blocks[..]).collect();
+        super::quantized_dot_x86::matmul(isa, ty, bytes, row_bytes, &xs, out);
+        return Ok(());
     }
-    for (y, x) in out.iter_mut().zip(xs) {
-        *y = dot_row_quantized_scalar(ty, bytes, x)?;
+    for (row, ys) in bytes
+        .chunks_exact(row_bytes)
+        .zip(out.chunks_exact_mut(xs.len()))
+    {
+        for (y, x) in ys.iter_mut().zip(xs) {
+            *y = dot_row_quantized_scalar(ty, row, x)?;
+        }
     }
     Ok(())
 }
 
-/// Tokens per pass of the vector kernels over a weight row.
-#[cfg(target_arch = "x86_64")]
-const TOKENS_PER_PASS: usize = 8;
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn tokens_avx2(
-    ty: GgmlType,
-    bytes: &[u8],
-    xs: &[QuantizedActivations],
-    out: &mut [f32],
-) -> Result<(), QuantError> {
-    use super::quantized_dot_avx2 as avx2;
-    /// A short last group runs the same kernel with its missing token slots empty.
-    fn run<B, const N: usize>(
-        weights: &[B],
-        xs: &[QuantizedActivations],
-        out: &mut [f32],
-        kernel: impl Fn(&[B], [&[ActivationBlock]; N]) -> [f32; N],
-    ) {
-        for (group, ys) in xs.chunks(N).zip(out.chunks_mut(N)) {
-            let acts = std::array::from_fn(|t| group.get(t).map_or(&[][..], |x| &x.blocks[..]));
-            for (y, value) in ys.iter_mut().zip(kernel(weights, acts)) {
-                *y = value;
-            }
-        }
+/// Bytes of `ty` that one activation block meets.
+fn activation_block_bytes(ty: GgmlType) -> Result<usize, QuantError> {
+    if !has_quantized_dot(ty) {
+        return unsupported(ty);
     }
-    // Decode has one token: a kernel sized for it skips the empty slots' bookkeeping.
-    let single = xs.len() == 1;
-    match ty {
-        GgmlType::Q4_K => {
-            let w = blocks::<Q4K>(bytes)?;
-            if single {
-                run::<_, 1>(w, xs, out, |w, a| avx2::q4_k(w, a))
-            } else {
-                run::<_, TOKENS_PER_PASS>(w, xs, out, |w, a| avx2::q4_k(w, a))
-            }
-        }
-        GgmlType::Q6_K => {
-            let w = blocks::<Q6K>(bytes)?;
-            if single {
-                run::<_, 1>(w, xs, out, |w, a| avx2::q6_k(w, a))
-            } else {
-                run::<_, TOKENS_PER_PASS>(w, xs, out, |w, a| avx2::q6_k(w, a))
-            }
-        }
-        GgmlType::Q8_0 => {
-            let w = blocks::<Q8_0>(bytes)?;
-            if single {
-                run::<_, 1>(w, xs, out, |w, a| avx2::q8_0(w, a))
-            } else {
-                run::<_, TOKENS_PER_PASS>(w, xs, out, |w, a| avx2::q8_0(w, a))
-            }
-        }
-        _ => return unsupported(ty),
-    }
-    Ok(())
+    Ok(ty.block_bytes() * ACTIVATION_BLOCK / ty.block_elems())
 }
 
 /// [`dot_row_quantized`] on the portable kernels (what non-AVX2 machines run; tests compare
@@ -167,34 +142,30 @@ fn unsupported<T>(ty: GgmlType) -> Result<T, QuantError> {
     })
 }
 
-/// Σ (d·sc·q − dmin·m)·a over one super-block: the scales multiply integer run sums, and the
+/// Σ (d·sc·q − dmin·m)·a over one super-block: the scales multiply integer products, and the
 /// mins meet the activations only through their run sums.
 fn q4_k_block(w: &BlockQ4K, a: &ActivationBlock) -> f32 {
     let (scales, mins) = unpack_scale_mins(&w.scales);
-    let mut sum = 0i32;
-    for (j, (group, acts)) in w.qs.iter().zip(a.qs.chunks_exact(64)).enumerate() {
-        let (low_acts, high_acts) = acts.split_at(32);
-        let (mut low, mut high) = (0i32, 0i32);
-        for ((&byte, &lo), &hi) in group.iter().zip(low_acts).zip(high_acts) {
-            low += i32::from(byte & 0x0f) * i32::from(lo);
-            high += i32::from(byte >> 4) * i32::from(hi);
+    let mut sum = 0i64;
+    for (j, group) in w.qs.iter().enumerate() {
+        let (mut low, mut high) = (0i64, 0i64);
+        for (l, &byte) in group.iter().enumerate() {
+            low += i64::from(byte & 0x0f) * i64::from(a.quant(64 * j + l));
+            high += i64::from(byte >> 4) * i64::from(a.quant(64 * j + 32 + l));
         }
-        sum += low * i32::from(scales[2 * j]) + high * i32::from(scales[2 * j + 1]);
+        sum += low * i64::from(scales[2 * j]) + high * i64::from(scales[2 * j + 1]);
     }
-    a.d * (f16_to_f32(w.d) * sum as f32 - f16_to_f32(w.dmin) * q4_k_min_sum(&mins, a) as f32)
-}
-
-/// Σ m·(activation sum of the run), the integer part of a Q4_K block's min term.
-pub(super) fn q4_k_min_sum(mins: &[u8; 8], a: &ActivationBlock) -> i32 {
-    mins.iter()
-        .zip(a.sums16.chunks_exact(2))
-        .map(|(&m, pair)| i32::from(m) * pair.iter().map(|&s| i32::from(s)).sum::<i32>())
-        .sum()
+    let min_sum: f32 = mins
+        .iter()
+        .zip(&a.sums32)
+        .map(|(&m, &s)| f32::from(m) * s)
+        .sum();
+    a.d * f16_to_f32(w.d) * sum as f32 - f16_to_f32(w.dmin) * min_sum
 }
 
 /// Σ d·sc·(q − 32)·a over one super-block; the −32 meets the activations through run sums.
 fn q6_k_block(w: &BlockQ6K, a: &ActivationBlock) -> f32 {
-    let mut sum = 0i32;
+    let mut sum = 0i64;
     for (h, (ql, qh)) in w.ql.iter().zip(&w.qh).enumerate() {
         for l in 0..32 {
             let (first, second, high) = (ql[l], ql[l + 32], qh[l]);
@@ -206,29 +177,26 @@ fn q6_k_block(w: &BlockQ6K, a: &ActivationBlock) -> f32 {
             ];
             for (quarter, &q) in quants.iter().enumerate() {
                 let element = h * 128 + quarter * 32 + l;
-                let scale = i32::from(w.scales[element / 16]);
-                sum += scale * i32::from(q) * i32::from(a.qs[element]);
+                let scale = i64::from(w.scales[element / 16]);
+                sum += scale * i64::from(q) * i64::from(a.quant(element));
             }
         }
     }
-    a.d * f16_to_f32(w.d) * (sum - 32 * q6_k_offset_sum(&w.scales, a)) as f32
-}
-
-/// Σ sc·(activation sum of the run): what the −32 offset of every Q6_K level contributes.
-pub(super) fn q6_k_offset_sum(scales: &[i8; 16], a: &ActivationBlock) -> i32 {
-    scales
+    let offset: f32 = w
+        .scales
         .iter()
-        .zip(&a.sums16)
-        .map(|(&sc, &s)| i32::from(sc) * i32::from(s))
-        .sum()
+        .zip(a.sums16.as_flattened())
+        .map(|(&sc, &s)| f32::from(sc) * s)
+        .sum();
+    f16_to_f32(w.d) * (a.d * sum as f32 - 32.0 * offset)
 }
 
 fn q8_0_blocks(w: &[BlockQ8_0], a: &ActivationBlock) -> f32 {
-    let sums = w.iter().zip(a.qs.chunks_exact(32)).map(|(w, acts)| {
+    let sums = w.iter().enumerate().map(|(c, w)| {
         let sum: i32 =
             w.qs.iter()
-                .zip(acts)
-                .map(|(&q, &x)| i32::from(q) * i32::from(x))
+                .enumerate()
+                .map(|(l, &q)| i32::from(q) * a.quant(c * 32 + l))
                 .sum();
         f16_to_f32(w.d) * sum as f32
     });
