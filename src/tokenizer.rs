@@ -8,13 +8,16 @@
 //! No BOS is ever added.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
+use tokenizers::decoders::DecoderWrapper;
 use tokenizers::models::bpe::{Vocab, BPE};
 use tokenizers::normalizers::unicode::NFC;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
-use tokenizers::SplitDelimiterBehavior;
+use tokenizers::processors::PostProcessorWrapper;
+use tokenizers::{PreTokenizedString, PreTokenizer, SplitDelimiterBehavior, TokenizerImpl};
 
 /// GGUF metadata keys the tokenizer is built from.
 pub mod keys {
@@ -129,7 +132,7 @@ struct AddedToken {
 
 pub struct Tokenizer {
     /// NFC + regex split + byte-level alphabet + BPE, for text between added tokens.
-    bpe: tokenizers::Tokenizer,
+    bpe: BpePipeline,
     /// Longest first, so the first hit at a position is the leftmost-longest match.
     added: Vec<AddedToken>,
     added_by_text: HashMap<String, u32>,
@@ -471,16 +474,31 @@ impl<'t> StreamDecoder<'t> {
 }
 
 /// The `tokenizers` pipeline of HF's Qwen3.5 tokenizer.json, minus added tokens (handled above).
-fn bpe_pipeline(
-    vocab: Vocab,
-    merges: Vec<(String, String)>,
+type BpePipeline =
+    TokenizerImpl<BPE, NFC, SharedPreTokenizer, PostProcessorWrapper, DecoderWrapper>;
+
+/// The regex split and byte-level step, compiled once per pattern and shared by every tokenizer
+/// built with it: compiling the split's regex (it has a look-ahead) costs more than the rest of
+/// building a tokenizer, and `Split`'s `Clone` compiles it again.
+#[derive(Clone)]
+struct SharedPreTokenizer(Arc<Sequence>);
+
+impl PreTokenizer for SharedPreTokenizer {
+    fn pre_tokenize(&self, pretokenized: &mut PreTokenizedString) -> tokenizers::Result<()> {
+        self.0.pre_tokenize(pretokenized)
+    }
+}
+
+fn shared_pre_tokenizer(
     pre: &str,
-    pattern: &str,
-) -> Result<tokenizers::Tokenizer, TokenizerError> {
-    let model = BPE::builder()
-        .vocab_and_merges(vocab, merges)
-        .build()
-        .map_err(TokenizerError::Bpe)?;
+    pattern: &'static str,
+) -> Result<SharedPreTokenizer, TokenizerError> {
+    static COMPILED: Mutex<Vec<(&str, Arc<Sequence>)>> = Mutex::new(Vec::new());
+    // A poisoned lock holds a complete list: entries are pushed whole.
+    let mut compiled = COMPILED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, sequence)) = compiled.iter().find(|(p, _)| *p == pattern) {
+        return Ok(SharedPreTokenizer(Arc::clone(sequence)));
+    }
     let split = Split::new(
         SplitPattern::Regex(pattern.to_owned()),
         SplitDelimiterBehavior::Isolated,
@@ -491,11 +509,26 @@ fn bpe_pipeline(
         source,
     })?;
     let byte_level = ByteLevel::new(false, false, false);
-    let mut tokenizer = tokenizers::Tokenizer::new(model);
+    let sequence = Arc::new(Sequence::new(vec![split.into(), byte_level.into()]));
+    compiled.push((pattern, Arc::clone(&sequence)));
+    Ok(SharedPreTokenizer(sequence))
+}
+
+fn bpe_pipeline(
+    vocab: Vocab,
+    merges: Vec<(String, String)>,
+    pre: &str,
+    pattern: &'static str,
+) -> Result<BpePipeline, TokenizerError> {
+    let model = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .build()
+        .map_err(TokenizerError::Bpe)?;
+    let mut tokenizer = TokenizerImpl::new(model);
     tokenizer
         .with_normalizer(Some(NFC))
         .map_err(TokenizerError::Bpe)?;
-    tokenizer.with_pre_tokenizer(Some(Sequence::new(vec![split.into(), byte_level.into()])));
+    tokenizer.with_pre_tokenizer(Some(shared_pre_tokenizer(pre, pattern)?));
     Ok(tokenizer)
 }
 
