@@ -6,10 +6,10 @@
 
 var<private> squares: f32;
 
-fn x_at(i: u32) -> vec4<f32> {
-    let v = x[i];
+fn x_at(row: u32, i: u32) -> vec4<f32> {
+    let v = x[row + i];
     squares += dot(v, v);
-    return v * norm[i % (p.cols / 4u)];
+    return v * norm[i];
 }
 
 // 1 / sqrt(mean(x²) + eps) over the row, in every invocation that writes a sum.

@@ -3,9 +3,9 @@
 @group(0) @binding(2) var<storage, read> gate: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> up: array<vec4<f32>>;
 
-fn x_at(i: u32) -> vec4<f32> {
-    let g = gate[i];
-    return g / (1.0 + exp(-g)) * up[i];
+fn x_at(row: u32, i: u32) -> vec4<f32> {
+    let g = gate[row + i];
+    return g / (1.0 + exp(-g)) * up[row + i];
 }
 
 fn input_scale(lane: Lane) -> f32 {

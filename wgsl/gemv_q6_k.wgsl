@@ -30,13 +30,13 @@ fn span_dot(
     let block = task / 8u;
     let n = (task % 8u) / 4u;
     let l0 = 8u * (task % 4u);
-    let xi = x4 + block * 64u + n * 32u + l0 / 4u;
+    let xi = block * 64u + n * 32u + l0 / 4u;
     var xa: array<vec4<f32>, 4>;
     var xb: array<vec4<f32>, 4>;
     var sums: array<f32, 4>;
     for (var part = 0u; part < 4u; part++) {
-        let a = x_at(xi + 8u * part);
-        let b = x_at(xi + 8u * part + 1u);
+        let a = x_at(x4, xi + 8u * part);
+        let b = x_at(x4, xi + 8u * part + 1u);
         sums[part] = dot(a + b, vec4<f32>(1.0));
         xa[part] = a * SIX_BIT_PLACES;
         xb[part] = b * SIX_BIT_PLACES;

@@ -21,10 +21,10 @@ fn span_dot(
     row_bytes_at: ptr<function, array<u32, ROWS>>,
     acc: ptr<function, array<f32, ROWS>>,
 ) {
-    let xi = x4 + task * 8u;
+    let xi = task * 8u;
     var xs: array<vec4<f32>, 8>;
     for (var k = 0u; k < 8u; k++) {
-        xs[k] = x_at(xi + k) * SIGNED_BYTE_PLACES;
+        xs[k] = x_at(x4, xi + k) * SIGNED_BYTE_PLACES;
     }
     for (var r = 0u; r < ROWS; r++) {
         let base = (*row_bytes_at)[r] + task * 34u;

@@ -2,9 +2,9 @@
 // cut into `tasks` equal spans of columns; invocation i takes spans i, i+WG, … and, for each,
 // loads its x values once and dots them with that span of all ROWS rows (so x is read from cache
 // once per ROWS rows). The weight format's file supplies `w`, `span_dot` and the span length;
-// the reduction prelude supplies `Lane` and `row_totals`; the input prelude supplies `x_at`, the
-// vec4 at an index of the input row (plain, or computed from two tensors), and `input_scale`, a
-// factor for the sums (1 but for the RMS-normed input). With `accumulate` the
+// the reduction prelude supplies `Lane` and `row_totals`; the input prelude supplies `x_at(row, i)`,
+// vec4 i of the input row that starts at vec4 `row` (plain, or computed from two tensors), and
+// `input_scale`, a factor for the sums (1 but for the RMS-normed input). With `accumulate` the
 // sums are added to y (a residual add fused into the projection).
 
 struct Params {
