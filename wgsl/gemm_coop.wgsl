@@ -2,11 +2,9 @@
 // scratch matrices of half_activations.wgsl (x) and half_weights.wgsl (a chunk of weight rows):
 // y[t, out_offset + r] = Σ_c W[r, c]·x[t, c]. Both are padded with zeros to whole tiles, so tiles
 // are copied without bounds checks: 128 tokens × 128 weight rows per workgroup, DEPTH columns a
-// step, through workgroup memory; each step's tiles are fetched into registers while the last
-// step's are multiplied, so that the loads' latency hides behind the tensor cores. Each of the 8
-// subgroups (of 32 invocations; the backend selects this kernel only where subgroups have that
-// size) owns 32 tokens × 64 rows of the output tile as 2 × 4 blocks of 16 × 16 with f32
-// accumulators:
+// step, through workgroup memory. Each of the 8 subgroups (of 32 invocations; the backend selects
+// this kernel only where subgroups have that size) owns 32 tokens × 64 rows of the output tile as
+// 2 × 4 blocks of 16 × 16 with f32 accumulators:
 //   A = x block (tokens × depth, row-major in x_tile),
 //   B = Wᵀ block (depth × rows: the rows of w_tile read column-major),
 //   C += A·B.
@@ -44,37 +42,19 @@ var<workgroup> x_tile: array<f16, TILE * TILE_STRIDE>;
 var<workgroup> w_tile: array<f16, TILE * TILE_STRIDE>;
 var<workgroup> staging: array<f32, THREADS / SUBGROUP_SIZE * BLOCK * BLOCK>;
 
-// Loads per invocation and operand of one step's tiles: invocation lid takes loads
-// lid + THREADS·n, each LOAD halves of row (load / LOADS_PER_ROW).
-const LOADS_PER_ROW: u32 = DEPTH / LOAD;
-const FETCHES: u32 = TILE * LOADS_PER_ROW / THREADS;
-const_assert FETCHES * THREADS == TILE * LOADS_PER_ROW;
-
-struct Fetched {
-    x: array<vec4<f16>, FETCHES>,
-    w: array<vec4<f16>, FETCHES>,
-}
-
-// This invocation's share of columns k0..k0+DEPTH of the tile's x rows and weight rows.
-fn fetch(first_row: u32, first_token: u32, k0: u32, lid: u32) -> Fetched {
+// Columns k0..k0+DEPTH of the tile's x rows and weight rows into workgroup memory.
+fn load_tiles(first_row: u32, first_token: u32, k0: u32, lid: u32) {
+    let loads_per_row = DEPTH / LOAD;
     let row_loads = p.padded_cols / LOAD;
-    var f: Fetched;
-    for (var n = 0u; n < FETCHES; n++) {
-        let i = lid + n * THREADS;
-        let at = (i / LOADS_PER_ROW) * row_loads + k0 / LOAD + i % LOADS_PER_ROW;
-        f.x[n] = x16[first_token * row_loads + at];
-        f.w[n] = w16[first_row * row_loads + at];
-    }
-    return f;
-}
-
-fn store_tiles(f: Fetched, lid: u32) {
-    for (var n = 0u; n < FETCHES; n++) {
-        let i = lid + n * THREADS;
-        let at = (i / LOADS_PER_ROW) * TILE_STRIDE + (i % LOADS_PER_ROW) * LOAD;
+    for (var i = lid; i < TILE * loads_per_row; i += THREADS) {
+        let r = i / loads_per_row;
+        let q = i % loads_per_row;
+        let at = r * TILE_STRIDE + q * LOAD;
+        let xs = x16[(first_token + r) * row_loads + k0 / LOAD + q];
+        let ws = w16[(first_row + r) * row_loads + k0 / LOAD + q];
         for (var e = 0u; e < LOAD; e++) {
-            x_tile[at + e] = f.x[n][e];
-            w_tile[at + e] = f.w[n][e];
+            x_tile[at + e] = xs[e];
+            w_tile[at + e] = ws[e];
         }
     }
 }
@@ -124,13 +104,9 @@ fn main(
     var c11 = coop_mat16x16<f32, C>();
     var c12 = coop_mat16x16<f32, C>();
     var c13 = coop_mat16x16<f32, C>();
-    var fetched = fetch(first_row, first_token, 0u, lid);
     for (var k0 = 0u; k0 < p.padded_cols; k0 += DEPTH) {
-        store_tiles(fetched, lid);
+        load_tiles(first_row, first_token, k0, lid);
         workgroupBarrier();
-        if (k0 + DEPTH < p.padded_cols) {
-            fetched = fetch(first_row, first_token, k0 + DEPTH, lid);
-        }
         for (var k = 0u; k < DEPTH; k += BLOCK) {
             let a0 = coopLoadT<coop_mat16x16<f16, A>>(&x_tile[a_at + k], TILE_STRIDE);
             let a1 = coopLoadT<coop_mat16x16<f16, A>>(&x_tile[a_at + next + k], TILE_STRIDE);

@@ -7,23 +7,13 @@ const SPAN: u32 = 32u;
 
 @group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
 
-// The four low nibbles of v in place (after two shifts shared with the high nibbles), each read
-// as q·2ᵇ: byte k's at b = 0, 0, 0, 8; LOW_PLACES undoes that. The high nibbles likewise, at
-// b = 4, 4, 4, 12. (A field must stay below bit 23, the float's exponent.)
-fn low_nibbles_in_place(v: u32) -> vec4<f32> {
-    let t = v >> 8u;
-    let u = v >> 16u;
-    return mantissa_values(vec4<u32>(v & 0xfu, t & 0xfu, u & 0xfu, u & 0xf00u));
+fn low_nibbles(v: u32) -> vec4<f32> {
+    return vec4<f32>(unpack4xU8(v & 0x0f0f0f0fu));
 }
 
-fn high_nibbles_in_place(v: u32) -> vec4<f32> {
-    let t = v >> 8u;
-    let u = v >> 16u;
-    return mantissa_values(vec4<u32>(v & 0xf0u, t & 0xf0u, u & 0xf0u, u & 0xf000u));
+fn high_nibbles(v: u32) -> vec4<f32> {
+    return vec4<f32>(unpack4xU8((v >> 4u) & 0x0f0f0f0fu));
 }
-
-const LOW_PLACES = vec4<f32>(1.0, 1.0, 1.0, 1.0 / 256.0);
-const HIGH_PLACES = vec4<f32>(1.0 / 16.0, 1.0 / 16.0, 1.0 / 16.0, 1.0 / 4096.0);
 
 fn span_dot(
     task: u32,
@@ -61,15 +51,14 @@ fn span_dot(
             sc_word = (head.w & 0x0f0f0f0fu) | (((head.y >> 6u) & 0x03030303u) << 4u);
             m_word = ((head.w >> 4u) & 0x0f0f0f0fu) | (((head.z >> 6u) & 0x03030303u) << 4u);
         }
-        let sc_m = mantissa_values(vec4<u32>(sc_word >> shift, sc_word >> (shift + 8u),
-            m_word >> shift, m_word >> (shift + 8u)) & vec4<u32>(0xffu));
-        // Products of the in-place nibbles with x, summed per byte place, then put in place.
-        let lo = low_nibbles_in_place(q.x) * xl0 + low_nibbles_in_place(q.y) * xl1
-            + low_nibbles_in_place(q.z) * xl2 + low_nibbles_in_place(q.w) * xl3;
-        let hi = high_nibbles_in_place(q.x) * xh0 + high_nibbles_in_place(q.y) * xh1
-            + high_nibbles_in_place(q.z) * xh2 + high_nibbles_in_place(q.w) * xh3;
-        let dot_lo = dot(lo, LOW_PLACES);
-        let dot_hi = dot(hi, HIGH_PLACES);
-        (*acc)[r] += d * (sc_m.x * dot_lo + sc_m.y * dot_hi) - dmin * (sc_m.z * sum_lo + sc_m.w * sum_hi);
+        let sc_lo = f32((sc_word >> shift) & 0xffu);
+        let sc_hi = f32((sc_word >> (shift + 8u)) & 0xffu);
+        let m_lo = f32((m_word >> shift) & 0xffu);
+        let m_hi = f32((m_word >> (shift + 8u)) & 0xffu);
+        let dot_lo = dot(low_nibbles(q.x), xl0) + dot(low_nibbles(q.y), xl1)
+            + dot(low_nibbles(q.z), xl2) + dot(low_nibbles(q.w), xl3);
+        let dot_hi = dot(high_nibbles(q.x), xh0) + dot(high_nibbles(q.y), xh1)
+            + dot(high_nibbles(q.z), xh2) + dot(high_nibbles(q.w), xh3);
+        (*acc)[r] += d * (sc_lo * dot_lo + sc_hi * dot_hi) - dmin * (m_lo * sum_lo + m_hi * sum_hi);
     }
 }

@@ -7,18 +7,12 @@ const SPAN: u32 = 32u;
 
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 
-// The four 6-bit values of a word's bytes, in place after two shifts: byte k read as q·2ᵇ with
-// b = 0, 0, 0, 8 (small_ints.wgsl); x is pre-scaled by SIX_BIT_PLACES to undo it.
-fn six_bits_in_place(nibbles: u32, high_pairs: u32) -> vec4<f32> {
-    let v = (nibbles & 0x0f0f0f0fu) | ((high_pairs & 0x03030303u) << 4u);
-    let u = v >> 16u;
-    return mantissa_values(vec4<u32>(v & 0xffu, (v >> 8u) & 0xffu, u & 0xffu, u & 0xff00u));
+fn six_bits(nibbles: u32, high_pairs: u32) -> vec4<f32> {
+    return vec4<f32>(unpack4xU8((nibbles & 0x0f0f0f0fu) | ((high_pairs & 0x03030303u) << 4u)));
 }
 
-const SIX_BIT_PLACES = vec4<f32>(1.0, 1.0, 1.0, 1.0 / 256.0);
-
 fn signed_byte(v: u32, k: u32) -> f32 {
-    return signed_byte_value((v >> (8u * k)) & 0xffu);
+    return f32(bitcast<i32>(v << (24u - 8u * k)) >> 24u);
 }
 
 fn span_dot(
@@ -35,11 +29,9 @@ fn span_dot(
     var xb: array<vec4<f32>, 4>;
     var sums: array<f32, 4>;
     for (var part = 0u; part < 4u; part++) {
-        let a = x_at(x4, xi + 8u * part);
-        let b = x_at(x4, xi + 8u * part + 1u);
-        sums[part] = dot(a + b, vec4<f32>(1.0));
-        xa[part] = a * SIX_BIT_PLACES;
-        xb[part] = b * SIX_BIT_PLACES;
+        xa[part] = x_at(x4, xi + 8u * part);
+        xb[part] = x_at(x4, xi + 8u * part + 1u);
+        sums[part] = dot(xa[part] + xb[part], vec4<f32>(1.0));
     }
     let scale_byte = l0 / 16u;
     for (var r = 0u; r < ROWS; r++) {
@@ -61,10 +53,10 @@ fn span_dot(
             } else {
                 xs = xb;
             }
-            let d0 = dot(six_bits_in_place(first, high), xs[0]);
-            let d1 = dot(six_bits_in_place(second, high >> 2u), xs[1]);
-            let d2 = dot(six_bits_in_place(first >> 4u, high >> 4u), xs[2]);
-            let d3 = dot(six_bits_in_place(second >> 4u, high >> 6u), xs[3]);
+            let d0 = dot(six_bits(first, high), xs[0]);
+            let d1 = dot(six_bits(second, high >> 2u), xs[1]);
+            let d2 = dot(six_bits(first >> 4u, high >> 4u), xs[2]);
+            let d3 = dot(six_bits(second >> 4u, high >> 6u), xs[3]);
             total += signed_byte(s0, scale_byte) * d0 + signed_byte(s0, scale_byte + 2u) * d1
                 + signed_byte(s1, scale_byte) * d2 + signed_byte(s1, scale_byte + 2u) * d3;
         }

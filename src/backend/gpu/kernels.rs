@@ -36,7 +36,6 @@ const REDUCE: WgslFile = wgsl!("workgroup_reduce");
 const HALF: WgslFile = wgsl!("half");
 const BYTES: WgslFile = wgsl!("bytes");
 const WORDS: WgslFile = wgsl!("words");
-const SMALL_INTS: WgslFile = wgsl!("small_ints");
 
 /// Weight rows per workgroup of the fast GEMV kernels (WGSL `ROWS` of reduce_rows_*.wgsl).
 /// With 32 invocations per workgroup this was the fastest Q4_K and Q6_K GEMV of a sweep over
@@ -141,9 +140,9 @@ impl WeightFormat {
     /// The span reader of the fast GEMV and the preludes it needs, in order.
     fn gemv_spans(self) -> Vec<WgslFile> {
         match self {
-            WeightFormat::Q8_0 => vec![HALF, WORDS, SMALL_INTS, wgsl!("gemv_q8_0")],
-            WeightFormat::Q4_K => vec![HALF, SMALL_INTS, wgsl!("gemv_q4_k")],
-            WeightFormat::Q6_K => vec![HALF, WORDS, SMALL_INTS, wgsl!("gemv_q6_k")],
+            WeightFormat::Q8_0 => vec![HALF, WORDS, wgsl!("gemv_q8_0")],
+            WeightFormat::Q4_K => vec![HALF, wgsl!("gemv_q4_k")],
+            WeightFormat::Q6_K => vec![HALF, WORDS, wgsl!("gemv_q6_k")],
             _ => Vec::new(),
         }
     }
