@@ -4,7 +4,3 @@
 fn x_at(row: u32, i: u32) -> vec4<f32> {
     return x[row + i];
 }
-
-fn input_scale(lane: Lane) -> f32 {
-    return 1.0;
-}

@@ -7,7 +7,3 @@ fn x_at(row: u32, i: u32) -> vec4<f32> {
     let g = gate[row + i];
     return g / (1.0 + exp(-g)) * up[row + i];
 }
-
-fn input_scale(lane: Lane) -> f32 {
-    return 1.0;
-}

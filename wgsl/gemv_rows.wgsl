@@ -3,9 +3,8 @@
 // loads its x values once and dots them with that span of all ROWS rows (so x is read from cache
 // once per ROWS rows). The weight format's file supplies `w`, `span_dot` and the span length;
 // the reduction prelude supplies `Lane` and `row_totals`; the input prelude supplies `x_at(row, i)`,
-// vec4 i of the input row that starts at vec4 `row` (plain, or computed from two tensors), and
-// `input_scale`, a factor for the sums (1 but for the RMS-normed input). With `accumulate` the
-// sums are added to y (a residual add fused into the projection).
+// vec4 i of the input row that starts at vec4 `row` (plain, or computed from two tensors). With
+// `accumulate` the sums are added to y (a residual add fused into the projection).
 
 struct Params {
     rows: u32,
@@ -16,8 +15,6 @@ struct Params {
     out_offset: u32,
     tasks: u32,
     accumulate: u32,
-    // Of a normed input (gemv_input_normed.wgsl).
-    eps: f32,
 }
 
 @group(0) @binding(0) var<storage, read> p: Params;
@@ -57,12 +54,9 @@ fn main(
     for (; task < p.tasks; task += WG) {
         span_dot(task, x4, &row_bytes_at, &acc);
     }
-    let scale = input_scale(lane);
-    // The reductions share workgroup memory.
-    workgroupBarrier();
     let totals = row_totals(acc, lane);
     if (lane.lid < ROWS && first + lane.lid < p.rows) {
         let i = t * p.out_cols + p.out_offset + first + lane.lid;
-        y[i] = totals[lane.lid] * scale + select(0.0, y[i], p.accumulate != 0u);
+        y[i] = totals[lane.lid] + select(0.0, y[i], p.accumulate != 0u);
     }
 }

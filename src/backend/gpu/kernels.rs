@@ -154,8 +154,6 @@ pub enum Kernel {
     Gemv(WeightFormat),
     /// The fast GEMV of a format with a span reader, its input silu(gate) ⊙ up.
     GemvSwiglu(WeightFormat),
-    /// The fast GEMV of a format with a span reader, its input RMS-normed.
-    GemvNormed(WeightFormat),
     /// Tiled matmul for many rows of x (prefill).
     Gemm(WeightFormat),
     /// Weight rows decoded into an f16 scratch matrix for [`Kernel::GemmCoop`].
@@ -197,7 +195,7 @@ impl Kernel {
             WeightFormat::ALL
                 .iter()
                 .filter(|f| f.gemv_span().is_some())
-                .flat_map(|&f| [Kernel::GemvSwiglu(f), Kernel::GemvNormed(f)]),
+                .map(|&f| Kernel::GemvSwiglu(f)),
         );
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Gemm(f)));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::HalfWeights(f)));
@@ -233,7 +231,6 @@ impl Kernel {
         match self {
             Kernel::Gemv(f) => format!("gemv_{f:?}").to_lowercase(),
             Kernel::GemvSwiglu(f) => format!("gemv_swiglu_{f:?}").to_lowercase(),
-            Kernel::GemvNormed(f) => format!("gemv_normed_{f:?}").to_lowercase(),
             Kernel::Gemm(f) => format!("gemm_{f:?}").to_lowercase(),
             Kernel::HalfWeights(f) => format!("half_weights_{f:?}").to_lowercase(),
             Kernel::Embed(f) => format!("embed_{f:?}").to_lowercase(),
@@ -244,7 +241,7 @@ impl Kernel {
     /// The op class the profile counts this kernel in, e.g. "matmul q4_K".
     pub fn class(self) -> String {
         match self {
-            Kernel::Gemv(f) | Kernel::GemvSwiglu(f) | Kernel::GemvNormed(f) => {
+            Kernel::Gemv(f) | Kernel::GemvSwiglu(f) => {
                 format!("matmul {}", f.ggml_type().name())
             }
             Kernel::Gemm(f) => format!("gemm {}", f.ggml_type().name()),
@@ -294,9 +291,7 @@ impl Kernel {
         }
         files.push(GRID);
         match self {
-            Kernel::Gemv(format) | Kernel::GemvSwiglu(format) | Kernel::GemvNormed(format)
-                if format.gemv_span().is_some() =>
-            {
+            Kernel::Gemv(format) | Kernel::GemvSwiglu(format) if format.gemv_span().is_some() => {
                 files.push(if subgroups {
                     wgsl!("reduce_rows_subgroup")
                 } else {
@@ -304,14 +299,13 @@ impl Kernel {
                 });
                 files.push(match self {
                     Kernel::GemvSwiglu(_) => wgsl!("gemv_input_swiglu"),
-                    Kernel::GemvNormed(_) => wgsl!("gemv_input_normed"),
                     _ => wgsl!("gemv_input"),
                 });
                 files.extend(format.gemv_spans());
                 files.push(wgsl!("gemv_rows"));
             }
-            Kernel::GemvSwiglu(format) | Kernel::GemvNormed(format) => {
-                unreachable!("{format:?} has no span reader, so no fused-input GEMV")
+            Kernel::GemvSwiglu(format) => {
+                unreachable!("{format:?} has no span reader, so no SwiGLU-input GEMV")
             }
             Kernel::Gemv(format) => {
                 files.push(REDUCE);
@@ -360,7 +354,7 @@ impl Kernel {
     pub fn workgroup_size(self) -> usize {
         match self {
             // Many small workgroups keep more weight loads in flight across the GPU.
-            Kernel::Gemv(_) | Kernel::GemvSwiglu(_) | Kernel::GemvNormed(_) => 32,
+            Kernel::Gemv(_) | Kernel::GemvSwiglu(_) => 32,
             // One workgroup per row: wide, so that a 5120-wide row takes few rounds of loads.
             Kernel::RmsNorm => 256,
             _ => DEFAULT_WG,

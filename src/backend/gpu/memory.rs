@@ -293,14 +293,8 @@ impl Wgpu {
         if data.is_empty() {
             return Ok(());
         }
-        // A queue write lands before the next submit's commands: submit the recorded ones first.
-        self.recorder.flush()?;
-        self.recorder.queue().write_buffer(
-            &x.buffer,
-            (from * 4) as u64,
-            bytemuck::cast_slice(data),
-        );
-        Ok(())
+        self.recorder
+            .write(&x.buffer, (from * 4) as u64, bytemuck::cast_slice(data))
     }
 
     /// Uploads a weight of `rows` rows of `cols` elements of type `ty` from its file bytes,

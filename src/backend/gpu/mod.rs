@@ -51,6 +51,8 @@ pub struct Wgpu {
     rope_tables: Mutex<std::collections::HashMap<(usize, u32), wgpu::Buffer>>,
     /// Whether prefill GEMMs run on cooperative matrices (tensor cores).
     cooperative_matrix: bool,
+    /// The normed input of the last projection, reused by the next of the same input.
+    last_normed: Mutex<Option<ops::LastNormed>>,
 }
 
 impl Wgpu {
@@ -190,6 +192,7 @@ impl Wgpu {
             buffer_pool: Default::default(),
             rope_tables: Mutex::new(Default::default()),
             cooperative_matrix: cooperative,
+            last_normed: Mutex::new(None),
         };
         if cooperative {
             gpu.cooperative_matrix = gpu.cooperative_gemm_agrees();

@@ -133,6 +133,8 @@ struct BindKey {
 struct State {
     open: Option<OpenPass>,
     dispatches_in_pass: usize,
+    /// Dispatches recorded and host writes made, ever.
+    work_recorded: u64,
     params: ParamArena,
     bind_groups: HashMap<BindKey, wgpu::BindGroup>,
     profiler: Profiler,
@@ -189,6 +191,7 @@ impl Recorder {
             state: Mutex::new(State {
                 open: None,
                 dispatches_in_pass: 0,
+                work_recorded: 0,
                 params: ParamArena::new(limits.min_storage_buffer_offset_alignment),
                 bind_groups: HashMap::new(),
                 profiler: Profiler::new(&device, &queue),
@@ -304,6 +307,7 @@ impl Recorder {
         let [x, y, z] = workgroups.map(|w| w as u32);
         open.pass.dispatch_workgroups(x, y, z);
         state.dispatches_in_pass += 1;
+        state.work_recorded += 1;
         if state.dispatches_in_pass >= DISPATCHES_PER_SUBMIT {
             let encoder = self.close(state);
             self.submit(state, encoder);
@@ -380,6 +384,21 @@ impl Recorder {
             self.submit(&mut state, encoder);
         }
         Ok(())
+    }
+
+    /// Writes `data` into `buffer` at `offset` after the work recorded so far (a queue write
+    /// lands before the next submit's commands, so the recorded ones are submitted first).
+    pub fn write(&self, buffer: &wgpu::Buffer, offset: u64, data: &[u8]) -> Result<(), GpuError> {
+        self.flush()?;
+        self.queue.write_buffer(buffer, offset, data);
+        self.lock()?.work_recorded += 1;
+        Ok(())
+    }
+
+    /// Counts the dispatches recorded and the writes made through [`Recorder::write`]: when it
+    /// has not moved, no buffer has changed.
+    pub fn work_recorded(&self) -> Result<u64, GpuError> {
+        Ok(self.lock()?.work_recorded)
     }
 
     /// Submits the recorded work plus a copy of `size` bytes of `buffer` from `offset`, waits,
