@@ -2,13 +2,15 @@
 # Builds the cargo-fuzz targets (fuzz/) and runs each for a number of executions spread over
 # parallel libFuzzer workers; prints each target's executions, time and crashes.
 #
-#   scripts/fuzz_all.sh [-n EXECUTIONS_PER_TARGET] [-w WORKERS] [-b BIN_DIR] [TARGET ...]
+#   scripts/fuzz_all.sh [-n EXECUTIONS_PER_TARGET] [-w WORKERS] [-b BIN_DIR] [-l MAX_LEN]
+#                       [-t SECONDS] [TARGET ...]
 #
 # Defaults: 10,000,000 executions per target, one worker per core, all three targets
 # (gguf_model, tokenizer, chat_template). Building needs the nightly toolchain and cargo-fuzz
 # (`cargo install cargo-fuzz`); -b runs the binaries already in BIN_DIR instead (e.g. stripped
-# copies taken to a machine without the toolchain). Sanitizers are off (-s none: the targets are
-# safe Rust, whose failures are panics), so executions are fast.
+# copies taken to a machine without the toolchain); -l caps the input length (libFuzzer's
+# -max_len); -t stops each job after SECONDS even short of its share of executions. Sanitizers
+# are off (-s none: the targets are safe Rust, whose failures are panics), so executions are fast.
 #
 # Each target's corpus lives in fuzz/corpus/<target> (kept between runs, not committed), seeded
 # from fuzz/seeds/<target> and, for the tokenizer, from the tokenizer cases of the fixtures. The
@@ -23,11 +25,14 @@ cd "$(dirname "$0")/.."
 executions=10000000
 workers=$(nproc)
 bin_dir=
-while getopts "n:w:b:h" opt; do
+limits=()
+while getopts "n:w:b:l:t:h" opt; do
     case $opt in
         n) executions=$OPTARG ;;
         w) workers=$OPTARG ;;
         b) bin_dir=$(cd "$OPTARG" && pwd) ;;
+        l) limits+=("-max_len=$OPTARG") ;;
+        t) limits+=("-max_total_time=$OPTARG") ;;
         *) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
     esac
 done
@@ -72,7 +77,7 @@ for target in "${targets[@]}"; do
     # libFuzzer writes fuzz-<job>.log into the working directory.
     (cd "$logs" && "$bin_dir/$target" "$OLDPWD/$corpus" \
         -runs="$runs_per_job" -jobs="$workers" -workers="$workers" \
-        -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 \
+        -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 ${limits[@]+"${limits[@]}"} \
         -artifact_prefix="$OLDPWD/$artifacts/" >/dev/null 2>&1) || true
     seconds=$(( $(date +%s) - started ))
     done_runs=$(grep -h 'stat::number_of_executed_units' "$logs"/fuzz-*.log 2>/dev/null |
