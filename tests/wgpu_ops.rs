@@ -811,10 +811,11 @@ fn fused_residual_matmuls_against_reference() {
     }
 }
 
-/// Consecutive projections of one normed input share one norm pass; a change to the input in
-/// between (a kernel adding into it, a host write) is seen by the next projection.
+/// Consecutive projections of one input share one norm pass (normed inputs) and one
+/// quantization (Q4_K's integer GEMV); a change to the input in between (a kernel adding into
+/// it, a host write) is seen by the next projection.
 #[test]
-fn rms_norm_matmul_renorms_after_its_input_changes() {
+fn projections_recompute_after_their_input_changes() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng::new(29);
     let (rows, cols) = (19, 256);
@@ -825,10 +826,9 @@ fn rms_norm_matmul_renorms_after_its_input_changes() {
     );
     let norm: Vec<f32> = rng.vec(cols).iter().map(|v| 1.0 + v).collect();
     let project = |bytes: &[u8], x: &[f32]| -> Vec<f32> {
-        let normed = reference_rms(x, &norm, None, 1e-6);
         bytes
             .chunks_exact(bytes.len() / rows)
-            .map(|row| qwen35::quant::dot_row(ty, row, &normed).unwrap())
+            .map(|row| qwen35::quant::dot_row(ty, row, x).unwrap())
             .collect()
     };
     let w1 = gpu
@@ -838,32 +838,46 @@ fn rms_norm_matmul_renorms_after_its_input_changes() {
         .upload_weight_in_parts("w2", ty, rows, cols, &second, 1)
         .unwrap();
     let nt = gpu.upload(1, cols, &norm).unwrap();
-    let mut x = rng.vec(cols);
-    let xt = gpu.upload(1, cols, &x).unwrap();
-    let check = |what: &str, x: &[f32]| {
-        let y1 = gpu.rms_norm_matmul(&xt, &nt, 1e-6, &w1).unwrap();
-        let y2 = gpu.rms_norm_matmul(&xt, &nt, 1e-6, &w2).unwrap();
-        assert_close(
-            &format!("{what}, first"),
-            &read_all(gpu, &y1),
-            &project(&first, x),
-        );
-        assert_close(
-            &format!("{what}, second"),
-            &read_all(gpu, &y2),
-            &project(&second, x),
-        );
-    };
-    check("fresh input", &x);
-    // Added into on the GPU: the same buffer, new values.
-    let delta = rng.vec(cols);
-    gpu.add(&xt, &gpu.upload(1, cols, &delta).unwrap()).unwrap();
-    x.iter_mut().zip(&delta).for_each(|(v, d)| *v += d);
-    check("after add", &x);
-    // Overwritten from the host.
-    x = rng.vec(cols);
-    gpu.write_rows(&xt, 0, &x).unwrap();
-    check("after write_rows", &x);
+    for normed in [true, false] {
+        let how = if normed { "normed" } else { "plain" };
+        let mut x = rng.vec(cols);
+        let xt = gpu.upload(1, cols, &x).unwrap();
+        let check = |what: &str, x: &[f32]| {
+            let (y1, y2, input) = if normed {
+                (
+                    gpu.rms_norm_matmul(&xt, &nt, 1e-6, &w1).unwrap(),
+                    gpu.rms_norm_matmul(&xt, &nt, 1e-6, &w2).unwrap(),
+                    reference_rms(x, &norm, None, 1e-6),
+                )
+            } else {
+                (
+                    gpu.matmul(&xt, &w1).unwrap(),
+                    gpu.matmul(&xt, &w2).unwrap(),
+                    x.to_vec(),
+                )
+            };
+            assert_close(
+                &format!("{how}, {what}, first"),
+                &read_all(gpu, &y1),
+                &project(&first, &input),
+            );
+            assert_close(
+                &format!("{how}, {what}, second"),
+                &read_all(gpu, &y2),
+                &project(&second, &input),
+            );
+        };
+        check("fresh input", &x);
+        // Added into on the GPU: the same buffer, new values.
+        let delta = rng.vec(cols);
+        gpu.add(&xt, &gpu.upload(1, cols, &delta).unwrap()).unwrap();
+        x.iter_mut().zip(&delta).for_each(|(v, d)| *v += d);
+        check("after add", &x);
+        // Overwritten from the host.
+        x = rng.vec(cols);
+        gpu.write_rows(&xt, 0, &x).unwrap();
+        check("after write_rows", &x);
+    }
 }
 
 /// Many rows of x take the tiled GEMM: every format against the CPU's row dot products, at

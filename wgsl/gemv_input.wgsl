@@ -4,3 +4,7 @@
 fn x_at(row: u32, i: u32) -> vec4<f32> {
     return x[row + i];
 }
+
+fn input_row(t: u32, cols: u32) -> u32 {
+    return t * (cols / 4u);
+}

@@ -7,3 +7,7 @@ fn x_at(row: u32, i: u32) -> vec4<f32> {
     let g = gate[row + i];
     return g / (1.0 + exp(-g)) * up[row + i];
 }
+
+fn input_row(t: u32, cols: u32) -> u32 {
+    return t * (cols / 4u);
+}

@@ -1,5 +1,6 @@
 // Per group of `group` columns: x / sqrt(mean(x²) + eps) ⊙ w, times silu(z) when `gated`
-// (z is then bound to the gate; otherwise to x and unread). One workgroup per group.
+// (z is then bound to the gate; otherwise to x and unread). One workgroup per group; the output
+// prelude's `finish_group` may add to the output.
 
 struct Params {
     group: u32,
@@ -63,4 +64,5 @@ fn main(
             }
         }
     }
+    finish_group(base, lid);
 }

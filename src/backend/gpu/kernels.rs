@@ -45,6 +45,7 @@ pub const GEMV_ROWS: usize = 2;
 pub const DEFAULT_WG: usize = 64;
 
 const KQUANT_SCALES: WgslFile = wgsl!("kquant_scales");
+const QUANTIZE_PAIR: WgslFile = wgsl!("quantize_pair");
 const SOFTPLUS: WgslFile = wgsl!("softplus");
 const ROPE_ANGLE: WgslFile = wgsl!("rope_angle");
 
@@ -146,6 +147,21 @@ impl WeightFormat {
             _ => Vec::new(),
         }
     }
+
+    /// Whether this format has a span reader against quantized activations
+    /// (quantize_pair.wgsl), its weights dotted as integers.
+    pub fn has_integer_gemv(self) -> bool {
+        !self.integer_gemv_spans().is_empty()
+    }
+
+    /// The span reader against quantized activations and the preludes it needs, in order.
+    fn integer_gemv_spans(self) -> Vec<WgslFile> {
+        match self {
+            WeightFormat::Q4_K => vec![HALF, wgsl!("gemv_q4_k_int")],
+            WeightFormat::Q6_K => vec![HALF, WORDS, wgsl!("gemv_q6_k_int")],
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// Every compute kernel the backend dispatches.
@@ -154,6 +170,12 @@ pub enum Kernel {
     Gemv(WeightFormat),
     /// The fast GEMV of a format with a span reader, its input silu(gate) ⊙ up.
     GemvSwiglu(WeightFormat),
+    /// The GEMV of a format with an integer span reader, its input quantized by
+    /// [`Kernel::QuantizeActivations`].
+    GemvQuantized(WeightFormat),
+    /// Rows of x (or silu(gate) ⊙ up) as 14-bit integers per run of 32, for
+    /// [`Kernel::GemvQuantized`].
+    QuantizeActivations,
     /// Tiled matmul for many rows of x (prefill).
     Gemm(WeightFormat),
     /// Weight rows decoded into an f16 scratch matrix for [`Kernel::GemmCoop`].
@@ -169,6 +191,9 @@ pub enum Kernel {
     SliceCols,
     CopyRows,
     RmsNorm,
+    /// [`Kernel::RmsNorm`] whose output is also quantized as [`Kernel::QuantizeActivations`]
+    /// leaves it.
+    RmsNormQuantized,
     L2Norm,
     Rope,
     QkNormRope,
@@ -197,18 +222,26 @@ impl Kernel {
                 .filter(|f| f.gemv_span().is_some())
                 .map(|&f| Kernel::GemvSwiglu(f)),
         );
+        all.extend(
+            WeightFormat::ALL
+                .iter()
+                .filter(|f| f.has_integer_gemv())
+                .map(|&f| Kernel::GemvQuantized(f)),
+        );
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Gemm(f)));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::HalfWeights(f)));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Embed(f)));
         all.extend([
             Kernel::HalfActivations,
             Kernel::GemmCoop,
+            Kernel::QuantizeActivations,
             Kernel::Add,
             Kernel::Swiglu,
             Kernel::SigmoidMul,
             Kernel::SliceCols,
             Kernel::CopyRows,
             Kernel::RmsNorm,
+            Kernel::RmsNormQuantized,
             Kernel::L2Norm,
             Kernel::Rope,
             Kernel::QkNormRope,
@@ -231,6 +264,7 @@ impl Kernel {
         match self {
             Kernel::Gemv(f) => format!("gemv_{f:?}").to_lowercase(),
             Kernel::GemvSwiglu(f) => format!("gemv_swiglu_{f:?}").to_lowercase(),
+            Kernel::GemvQuantized(f) => format!("gemv_quantized_{f:?}").to_lowercase(),
             Kernel::Gemm(f) => format!("gemm_{f:?}").to_lowercase(),
             Kernel::HalfWeights(f) => format!("half_weights_{f:?}").to_lowercase(),
             Kernel::Embed(f) => format!("embed_{f:?}").to_lowercase(),
@@ -241,9 +275,10 @@ impl Kernel {
     /// The op class the profile counts this kernel in, e.g. "matmul q4_K".
     pub fn class(self) -> String {
         match self {
-            Kernel::Gemv(f) | Kernel::GemvSwiglu(f) => {
+            Kernel::Gemv(f) | Kernel::GemvSwiglu(f) | Kernel::GemvQuantized(f) => {
                 format!("matmul {}", f.ggml_type().name())
             }
+            Kernel::QuantizeActivations => "quantize x".into(),
             Kernel::Gemm(f) => format!("gemm {}", f.ggml_type().name()),
             Kernel::HalfWeights(f) => format!("gemm-coop f16 {}", f.ggml_type().name()),
             Kernel::HalfActivations => "gemm-coop f16 x".into(),
@@ -254,7 +289,7 @@ impl Kernel {
             Kernel::SigmoidMul => "sigmoid_mul".into(),
             Kernel::SliceCols => "slice_cols".into(),
             Kernel::CopyRows => "copy_rows".into(),
-            Kernel::RmsNorm => "rms_norm".into(),
+            Kernel::RmsNorm | Kernel::RmsNormQuantized => "rms_norm".into(),
             Kernel::L2Norm => "l2_norm".into(),
             Kernel::Rope => "rope".into(),
             Kernel::QkNormRope => "qk_norm_rope".into(),
@@ -292,17 +327,22 @@ impl Kernel {
         files.push(GRID);
         match self {
             Kernel::Gemv(format) | Kernel::GemvSwiglu(format) if format.gemv_span().is_some() => {
-                files.push(if subgroups {
-                    wgsl!("reduce_rows_subgroup")
-                } else {
-                    wgsl!("reduce_rows_shared")
-                });
+                files.push(reduce_rows(subgroups));
                 files.push(match self {
                     Kernel::GemvSwiglu(_) => wgsl!("gemv_input_swiglu"),
                     _ => wgsl!("gemv_input"),
                 });
                 files.extend(format.gemv_spans());
                 files.push(wgsl!("gemv_rows"));
+            }
+            Kernel::GemvQuantized(format) => {
+                assert!(format.has_integer_gemv(), "{format:?} has no integer GEMV");
+                files.extend([reduce_rows(subgroups), wgsl!("gemv_input_quantized")]);
+                files.extend(format.integer_gemv_spans());
+                files.push(wgsl!("gemv_rows"));
+            }
+            Kernel::QuantizeActivations => {
+                files.extend([QUANTIZE_PAIR, wgsl!("quantize_activations")]);
             }
             Kernel::GemvSwiglu(format) => {
                 unreachable!("{format:?} has no span reader, so no SwiGLU-input GEMV")
@@ -331,7 +371,15 @@ impl Kernel {
             Kernel::SigmoidMul => files.push(wgsl!("sigmoid_mul")),
             Kernel::SliceCols => files.push(wgsl!("slice_cols")),
             Kernel::CopyRows => files.push(wgsl!("copy_rows")),
-            Kernel::RmsNorm => files.extend([REDUCE, wgsl!("rms_norm")]),
+            Kernel::RmsNorm => {
+                files.extend([REDUCE, wgsl!("norm_output_plain"), wgsl!("rms_norm")]);
+            }
+            Kernel::RmsNormQuantized => files.extend([
+                REDUCE,
+                QUANTIZE_PAIR,
+                wgsl!("norm_output_quantized"),
+                wgsl!("rms_norm"),
+            ]),
             Kernel::L2Norm => files.extend([REDUCE, wgsl!("l2_norm")]),
             Kernel::Rope => files.extend([ROPE_ANGLE, wgsl!("rope")]),
             Kernel::QkNormRope => files.extend([REDUCE, ROPE_ANGLE, wgsl!("qk_norm_rope")]),
@@ -354,9 +402,9 @@ impl Kernel {
     pub fn workgroup_size(self) -> usize {
         match self {
             // Many small workgroups keep more weight loads in flight across the GPU.
-            Kernel::Gemv(_) | Kernel::GemvSwiglu(_) => 32,
+            Kernel::Gemv(_) | Kernel::GemvSwiglu(_) | Kernel::GemvQuantized(_) => 32,
             // One workgroup per row: wide, so that a 5120-wide row takes few rounds of loads.
-            Kernel::RmsNorm => 256,
+            Kernel::RmsNorm | Kernel::RmsNormQuantized => 256,
             _ => DEFAULT_WG,
         }
     }
@@ -377,6 +425,15 @@ impl Kernel {
             &format!("const WG: u32 = {}u;\n", self.workgroup_size()),
         );
         source
+    }
+}
+
+/// The per-row workgroup sums of the span GEMVs.
+fn reduce_rows(subgroups: bool) -> WgslFile {
+    if subgroups {
+        wgsl!("reduce_rows_subgroup")
+    } else {
+        wgsl!("reduce_rows_shared")
     }
 }
 

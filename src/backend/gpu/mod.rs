@@ -53,7 +53,15 @@ pub struct Wgpu {
     cooperative_matrix: bool,
     /// The normed input of the last projection, reused by the next of the same input.
     last_normed: Mutex<Option<ops::LastNormed>>,
+    /// Whether the GEMVs of formats with an integer span reader take quantized activations
+    /// (off with [`INTEGER_GEMV_VAR`]`=0`, to compare).
+    integer_gemv: bool,
+    /// The quantized input of the last integer GEMV, reused by the next of the same input.
+    last_quantized: Mutex<Option<ops::LastQuantized>>,
 }
+
+/// `QWEN35_INTEGER_GEMV=0` keeps every decode GEMV on f32 activations.
+pub const INTEGER_GEMV_VAR: &str = "QWEN35_INTEGER_GEMV";
 
 impl Wgpu {
     /// Opens the best adapter wgpu finds (`WGPU_BACKEND` and `WGPU_ADAPTER_NAME` narrow the
@@ -193,6 +201,8 @@ impl Wgpu {
             rope_tables: Mutex::new(Default::default()),
             cooperative_matrix: cooperative,
             last_normed: Mutex::new(None),
+            integer_gemv: std::env::var(INTEGER_GEMV_VAR).as_deref() != Ok("0"),
+            last_quantized: Mutex::new(None),
         };
         if cooperative {
             gpu.cooperative_matrix = gpu.cooperative_gemm_agrees();

@@ -62,6 +62,21 @@ pub(super) struct LastNormed {
     work_after: u64,
 }
 
+/// The last GEMV input quantized for the integer GEMVs, with what it was computed from.
+pub(super) struct LastQuantized {
+    quantized: GpuTensor,
+    x: wgpu::Buffer,
+    up: Option<wgpu::Buffer>,
+    dims: (usize, usize),
+    /// [`super::recorder::Recorder::work_recorded`] after its last use.
+    work_after: u64,
+}
+
+/// Values per quantized activation pair of runs (quantize_activations.wgsl).
+const QUANTIZED_PAIR: usize = 64;
+/// u32 words per quantized activation pair of runs.
+const QUANTIZED_PAIR_WORDS: usize = 36;
+
 /// What a GEMV multiplies the weight rows with.
 enum GemvInput<'a> {
     Plain(&'a GpuTensor),
@@ -353,8 +368,12 @@ impl Wgpu {
                 && last.work_after == work
         });
         if !reusable {
+            let quantize = self.integer_gemv
+                && w.format.has_integer_gemv()
+                && x.rows < GEMM_MIN_ROWS
+                && x.cols.is_multiple_of(QUANTIZED_PAIR);
             *last = Some(LastNormed {
-                normed: self.rms_norm(x, norm, eps)?,
+                normed: self.rms_norm_kernel("rms_norm_matmul", x, None, norm, eps, quantize)?,
                 x: x.buffer.clone(),
                 norm: norm.buffer.clone(),
                 eps_bits: eps.to_bits(),
@@ -379,6 +398,10 @@ impl Wgpu {
             GemvInput::Plain(x) => (Kernel::Gemv(w.format), x, None),
             GemvInput::Swiglu { gate, up } => (Kernel::GemvSwiglu(w.format), gate, Some(up)),
         };
+        if self.integer_gemv && w.format.has_integer_gemv() && x.cols.is_multiple_of(QUANTIZED_PAIR)
+        {
+            return self.gemv_quantized(x, extra, w, out, accumulate);
+        }
         // The fast kernels take GEMV_ROWS rows per workgroup in spans; the others one row per
         // workgroup in decoder units.
         let (rows_per_workgroup, units) = match w.format.gemv_span() {
@@ -408,6 +431,83 @@ impl Wgpu {
             )?;
         }
         Ok(())
+    }
+
+    /// [`Wgpu::gemv`] on x (silu(x) ⊙ up with `up`) quantized to 14-bit integers, the
+    /// quantization reused by the next GEMVs of the same input while nothing else was recorded.
+    fn gemv_quantized(
+        &self,
+        x: &GpuTensor,
+        up: Option<&GpuTensor>,
+        w: &GpuWeight,
+        out: &GpuTensor,
+        accumulate: bool,
+    ) -> Result<(), GpuError> {
+        let mut last = self
+            .last_quantized
+            .lock()
+            .map_err(|_| GpuError::Device("a thread panicked while recording".into()))?;
+        let work = self.recorder.work_recorded()?;
+        let reusable = last.as_ref().is_some_and(|last| {
+            last.x == x.buffer
+                && last.up.as_ref() == up.map(|u| &u.buffer)
+                && last.dims == x.dims()
+                && last.work_after == work
+        });
+        if !reusable {
+            *last = Some(LastQuantized {
+                quantized: self.quantize_activations(x, up)?,
+                x: x.buffer.clone(),
+                up: up.map(|u| u.buffer.clone()),
+                dims: x.dims(),
+                work_after: 0,
+            });
+        }
+        let last = last.as_mut().expect("set above");
+        let tasks = w.cols / w.format.gemv_span().expect("integer GEMVs have spans");
+        for part in &w.parts {
+            self.record_as(
+                Kernel::GemvQuantized(w.format),
+                w.profile_class,
+                &[
+                    part.rows as u32,
+                    w.cols as u32,
+                    x.rows as u32,
+                    w.row_bytes as u32,
+                    w.rows as u32,
+                    part.first_row as u32,
+                    tasks as u32,
+                    accumulate as u32,
+                ],
+                &[&part.buffer, &last.quantized.buffer, &out.buffer],
+                part.rows.div_ceil(GEMV_ROWS) * x.rows,
+                (part.rows * w.row_bytes + last.quantized.len() * 4) as u64,
+            )?;
+        }
+        last.work_after = self.recorder.work_recorded()?;
+        Ok(())
+    }
+
+    /// Rows of x (silu(x) ⊙ up with `up`) as quantize_activations.wgsl lays them out.
+    fn quantize_activations(
+        &self,
+        x: &GpuTensor,
+        up: Option<&GpuTensor>,
+    ) -> Result<GpuTensor, GpuError> {
+        if let Some(up) = up {
+            same_dims("quantize_activations", x, up)?;
+        }
+        whole_groups("quantize_activations", x, QUANTIZED_PAIR)?;
+        let pairs = x.len() / QUANTIZED_PAIR;
+        let out = self.output(x.rows, x.cols / QUANTIZED_PAIR * QUANTIZED_PAIR_WORDS)?;
+        self.record(
+            Kernel::QuantizeActivations,
+            &[x.rows as u32, x.cols as u32, up.is_some() as u32, 0],
+            &[&x.buffer, &up.unwrap_or(x).buffer, &out.buffer],
+            pairs.div_ceil(WG),
+            f32_bytes(&[x]) * if up.is_some() { 2 } else { 1 },
+        )?;
+        Ok(out)
     }
 
     /// `y = x · Wᵀ` by f32 tiles of weight rows × tokens: one dispatch per weight part.
@@ -478,6 +578,8 @@ impl Wgpu {
     }
 
     /// The norm kernel over groups of `w.cols` columns, gated by silu(z) when z is given.
+    /// With `quantize` (groups of whole pairs of runs) the output is also quantized for the
+    /// integer GEMVs, and remembered as the quantization of the output.
     fn rms_norm_kernel(
         &self,
         op: &'static str,
@@ -485,6 +587,7 @@ impl Wgpu {
         z: Option<&GpuTensor>,
         w: &GpuTensor,
         eps: f32,
+        quantize: bool,
     ) -> Result<GpuTensor, GpuError> {
         one_row(op, w)?;
         whole_groups(op, x, w.cols)?;
@@ -493,24 +596,44 @@ impl Wgpu {
         }
         let out = self.output(x.rows, x.cols)?;
         let groups = x.len() / w.cols;
+        let params = [
+            w.cols as u32,
+            groups as u32,
+            eps.to_bits(),
+            z.is_some() as u32,
+        ];
+        let mut buffers = vec![&x.buffer, &w.buffer, &z.unwrap_or(x).buffer, &out.buffer];
+        let bytes_read = f32_bytes(&[x, w]) + z.map_or(0, |z| f32_bytes(&[z]));
+        if !(quantize && w.cols.is_multiple_of(QUANTIZED_PAIR)) {
+            self.record(Kernel::RmsNorm, &params, &buffers, groups, bytes_read)?;
+            return Ok(out);
+        }
+        let quantized = self.output(x.rows, x.cols / QUANTIZED_PAIR * QUANTIZED_PAIR_WORDS)?;
+        buffers.push(&quantized.buffer);
         self.record(
-            Kernel::RmsNorm,
-            &[
-                w.cols as u32,
-                groups as u32,
-                eps.to_bits(),
-                z.is_some() as u32,
-            ],
-            &[&x.buffer, &w.buffer, &z.unwrap_or(x).buffer, &out.buffer],
+            Kernel::RmsNormQuantized,
+            &params,
+            &buffers,
             groups,
-            f32_bytes(&[x, w]) + z.map_or(0, |z| f32_bytes(&[z])),
+            bytes_read,
         )?;
+        let mut last = self
+            .last_quantized
+            .lock()
+            .map_err(|_| GpuError::Device("a thread panicked while recording".into()))?;
+        *last = Some(LastQuantized {
+            quantized,
+            x: out.buffer.clone(),
+            up: None,
+            dims: out.dims(),
+            work_after: self.recorder.work_recorded()?,
+        });
         Ok(out)
     }
 
     /// Each group of `w.cols` columns: `x / sqrt(mean(x²) + eps) ⊙ w`.
     pub fn rms_norm(&self, x: &GpuTensor, w: &GpuTensor, eps: f32) -> Result<GpuTensor, GpuError> {
-        self.rms_norm_kernel("rms_norm", x, None, w, eps)
+        self.rms_norm_kernel("rms_norm", x, None, w, eps, false)
     }
 
     /// Each group of `w.cols` columns: `x / sqrt(mean(x²) + eps) ⊙ w ⊙ silu(z)`.
@@ -521,7 +644,9 @@ impl Wgpu {
         w: &GpuTensor,
         eps: f32,
     ) -> Result<GpuTensor, GpuError> {
-        self.rms_norm_kernel("gated_rms_norm", x, Some(z), w, eps)
+        // Its output is the input of the delta net's output projection.
+        let quantize = self.integer_gemv && x.rows < GEMM_MIN_ROWS;
+        self.rms_norm_kernel("gated_rms_norm", x, Some(z), w, eps, quantize)
     }
 
     /// Each group of `group` columns: `x · scale / sqrt(Σx² + eps)`.
