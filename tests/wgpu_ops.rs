@@ -263,6 +263,52 @@ fn norms_against_reference() {
         .is_err());
 }
 
+/// The delta net's gated norm over heads of 128 quantizes its output for the output projection
+/// (decode, one or two tokens): the norm's values and the projection's, Q4_K and Q6_K.
+#[test]
+fn gated_norm_output_projects_through_its_quantization() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(31);
+    let (group, groups, out_rows) = (128, 4, 37);
+    let cols = group * groups;
+    for tokens in [1, 2] {
+        let x = rng.vec(tokens * cols);
+        let z = rng.vec(tokens * cols);
+        let w = rng.vec(group);
+        let eps = 1e-6;
+        let xt = gpu.upload(tokens, cols, &x).unwrap();
+        let zt = gpu.upload(tokens, cols, &z).unwrap();
+        let wt = gpu.upload(1, group, &w).unwrap();
+        let normed = reference_rms(&x, &w, Some(&z), eps);
+        for ty in [GgmlType::Q4_K, GgmlType::Q6_K] {
+            let bytes = random_blocks(&mut rng, ty, out_rows * cols);
+            let weight = gpu.upload_weight("o", ty, out_rows, cols, &bytes).unwrap();
+            let acc = rng.vec(tokens * out_rows);
+            let want: Vec<f32> = normed
+                .chunks_exact(cols)
+                .zip(acc.chunks_exact(out_rows))
+                .flat_map(|(xr, ar)| {
+                    bytes
+                        .chunks_exact(bytes.len() / out_rows)
+                        .zip(ar)
+                        .map(|(row, a)| a + qwen35::quant::dot_row(ty, row, xr).unwrap())
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let o = gpu.gated_rms_norm(&xt, &zt, &wt, eps).unwrap();
+            let acc_t = gpu.upload(tokens, out_rows, &acc).unwrap();
+            gpu.matmul_add(&o, &weight, &acc_t).unwrap();
+            let what = format!("{tokens} tokens, {ty:?}");
+            assert_close(&format!("gated norm, {what}"), &read_all(gpu, &o), &normed);
+            assert_close(
+                &format!("projection, {what}"),
+                &read_all(gpu, &acc_t),
+                &want,
+            );
+        }
+    }
+}
+
 #[test]
 fn elementwise_ops_against_reference() {
     let Some(gpu) = gpu() else { return };

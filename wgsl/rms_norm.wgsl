@@ -1,6 +1,5 @@
 // Per group of `group` columns: x / sqrt(mean(x²) + eps) ⊙ w, times silu(z) when `gated`
-// (z is then bound to the gate; otherwise to x and unread). One workgroup per group; the output
-// prelude's `finish_group` may add to the output.
+// (z is then bound to the gate; otherwise to x and unread). One workgroup per group.
 
 struct Params {
     group: u32,
@@ -64,5 +63,4 @@ fn main(
             }
         }
     }
-    finish_group(base, lid);
 }

@@ -155,6 +155,17 @@ fn profile_table(backend: &str, phase: &str, profile: &OpProfile) -> String {
     )
 }
 
+/// `v` to at least two decimals and three significant digits, so that a slow run on a loaded
+/// machine (the floor's bandwidth can be 0.004 GB/s) does not print as zero.
+fn three_significant(v: f64) -> String {
+    let decimals = if v > 0.0 && v < 1.0 {
+        (2.0 - v.log10().floor()) as usize
+    } else {
+        2
+    };
+    format!("{v:.decimals$}")
+}
+
 /// The GEMV microbenchmark as text.
 pub fn render_gemv(report: &GemvReport) -> String {
     let line = |what: &str, t: &GemvTiming| {
@@ -162,7 +173,7 @@ pub fn render_gemv(report: &GemvReport) -> String {
             what.to_string(),
             t.gemvs.to_string(),
             format!("{:.1}", t.us_per_gemv),
-            format!("{:.2}", t.gbps),
+            three_significant(t.gbps),
         ]
     };
     let rows = vec![

@@ -371,15 +371,10 @@ impl Kernel {
             Kernel::SigmoidMul => files.push(wgsl!("sigmoid_mul")),
             Kernel::SliceCols => files.push(wgsl!("slice_cols")),
             Kernel::CopyRows => files.push(wgsl!("copy_rows")),
-            Kernel::RmsNorm => {
-                files.extend([REDUCE, wgsl!("norm_output_plain"), wgsl!("rms_norm")]);
+            Kernel::RmsNorm => files.extend([REDUCE, wgsl!("rms_norm")]),
+            Kernel::RmsNormQuantized => {
+                files.extend([REDUCE, QUANTIZE_PAIR, wgsl!("rms_norm_quantized")]);
             }
-            Kernel::RmsNormQuantized => files.extend([
-                REDUCE,
-                QUANTIZE_PAIR,
-                wgsl!("norm_output_quantized"),
-                wgsl!("rms_norm"),
-            ]),
             Kernel::L2Norm => files.extend([REDUCE, wgsl!("l2_norm")]),
             Kernel::Rope => files.extend([ROPE_ANGLE, wgsl!("rope")]),
             Kernel::QkNormRope => files.extend([REDUCE, ROPE_ANGLE, wgsl!("qk_norm_rope")]),
@@ -404,7 +399,9 @@ impl Kernel {
             // Many small workgroups keep more weight loads in flight across the GPU.
             Kernel::Gemv(_) | Kernel::GemvSwiglu(_) | Kernel::GemvQuantized(_) => 32,
             // One workgroup per row: wide, so that a 5120-wide row takes few rounds of loads.
-            Kernel::RmsNorm | Kernel::RmsNormQuantized => 256,
+            Kernel::RmsNorm => 256,
+            // One invocation per 64 values: a 5120-wide row in one round.
+            Kernel::RmsNormQuantized => 128,
             _ => DEFAULT_WG,
         }
     }
