@@ -37,6 +37,16 @@ fn plain_gpu() -> &'static Wgpu {
     PLAIN.get_or_init(|| Wgpu::without_subgroups().expect("the adapter opened once already"))
 }
 
+/// The GPU with the decode GEMVs on f32 activations (`QWEN35_INTEGER_GEMV=0`).
+fn f32_activations_gpu() -> &'static Wgpu {
+    static F32: OnceLock<Wgpu> = OnceLock::new();
+    F32.get_or_init(|| {
+        Wgpu::new()
+            .expect("the adapter opened once already")
+            .with_integer_gemv(false)
+    })
+}
+
 /// xorshift64*: reproducible inputs without a dependency.
 struct Rng(u64);
 
@@ -760,17 +770,21 @@ fn quantized_matmul_and_embed_against_quant_module() {
         let xt = gpu.upload(tokens, cols, &x).unwrap();
         let got = gpu.matmul(&xt, &weight).unwrap();
         assert_close(&format!("matmul {ty:?}"), &read_all(gpu, &got), &want);
-        let plain = plain_gpu();
-        let xt = plain.upload(tokens, cols, &x).unwrap();
-        let weight_plain = plain
-            .upload_weight_in_parts("q", ty, rows, cols, &bytes, 5)
-            .unwrap();
-        let got = plain.matmul(&xt, &weight_plain).unwrap();
-        assert_close(
-            &format!("matmul {ty:?} without subgroups"),
-            &read_all(plain, &got),
-            &want,
-        );
+        for (device, variant) in [
+            (plain_gpu(), "without subgroups"),
+            (f32_activations_gpu(), "on f32 activations"),
+        ] {
+            let xt = device.upload(tokens, cols, &x).unwrap();
+            let weight = device
+                .upload_weight_in_parts("q", ty, rows, cols, &bytes, 5)
+                .unwrap();
+            let got = device.matmul(&xt, &weight).unwrap();
+            assert_close(
+                &format!("matmul {ty:?} {variant}"),
+                &read_all(device, &got),
+                &want,
+            );
+        }
 
         let ids = [12u32, 0, 6];
         let mut want = vec![0f32; ids.len() * cols];
@@ -824,7 +838,7 @@ fn fused_residual_matmuls_against_reference() {
             .flat_map(|row| reference_rms(row, &norm, None, 1e-6))
             .collect();
         let want_normed = dot_rows(&normed);
-        for device in [gpu, plain_gpu()] {
+        for device in [gpu, plain_gpu(), f32_activations_gpu()] {
             let weight = device
                 .upload_weight_in_parts("w", ty, rows, cols, &bytes, 8)
                 .unwrap();

@@ -36,29 +36,15 @@ fn span_dot(
     let ones = vec4<f32>(1.0);
     let sum_lo = dot(xl0 + xl1 + xl2 + xl3, ones);
     let sum_hi = dot(xh0 + xh1 + xh2 + xh3, ones);
-    // Sub-blocks 2c and 2c+1 sit in bytes 2c and 2c+1 of the scale words: words 1 and 2 of the
-    // header for c < 2; for c ≥ 2 low/high halves of word 3 plus the top bits of words 1 and 2.
-    let shift = 16u * (c % 2u);
     for (var r = 0u; r < ROWS; r++) {
         let v = (*row_bytes_at)[r] / 16u + block * 9u;
         let head = w[v];
         let q = w[v + 1u + 2u * c + h];
-        let d = half_to_f32(head.x & 0xffffu);
-        let dmin = half_to_f32(head.x >> 16u);
-        var sc_word = head.y & 0x3f3f3f3fu;
-        var m_word = head.z & 0x3f3f3f3fu;
-        if (c >= 2u) {
-            sc_word = (head.w & 0x0f0f0f0fu) | (((head.y >> 6u) & 0x03030303u) << 4u);
-            m_word = ((head.w >> 4u) & 0x0f0f0f0fu) | (((head.z >> 6u) & 0x03030303u) << 4u);
-        }
-        let sc_lo = f32((sc_word >> shift) & 0xffu);
-        let sc_hi = f32((sc_word >> (shift + 8u)) & 0xffu);
-        let m_lo = f32((m_word >> shift) & 0xffu);
-        let m_hi = f32((m_word >> (shift + 8u)) & 0xffu);
         let dot_lo = dot(low_nibbles(q.x), xl0) + dot(low_nibbles(q.y), xl1)
             + dot(low_nibbles(q.z), xl2) + dot(low_nibbles(q.w), xl3);
         let dot_hi = dot(high_nibbles(q.x), xh0) + dot(high_nibbles(q.y), xh1)
             + dot(high_nibbles(q.z), xh2) + dot(high_nibbles(q.w), xh3);
-        (*acc)[r] += d * (sc_lo * dot_lo + sc_hi * dot_hi) - dmin * (m_lo * sum_lo + m_hi * sum_hi);
+        let f = q4_k_span_factors(head, c);
+        (*acc)[r] += f.x * dot_lo + f.y * dot_hi - f.z * sum_lo - f.w * sum_hi;
     }
 }

@@ -33,25 +33,13 @@ fn span_dot(
     // Σx of both sub-blocks, counted by the first half-span of each only.
     let sum_lo = select(0.0, runs.y, h == 0u);
     let sum_hi = select(0.0, runs.w, h == 0u);
-    let shift = 16u * (c % 2u);
     for (var r = 0u; r < ROWS; r++) {
         let v = (*row_bytes_at)[r] / 16u + block * 9u;
         let head = w[v];
         let q = w[v + 1u + 2u * c + h];
-        let d = half_to_f32(head.x & 0xffffu);
-        let dmin = half_to_f32(head.x >> 16u);
-        var sc_word = head.y & 0x3f3f3f3fu;
-        var m_word = head.z & 0x3f3f3f3fu;
-        if (c >= 2u) {
-            sc_word = (head.w & 0x0f0f0f0fu) | (((head.y >> 6u) & 0x03030303u) << 4u);
-            m_word = ((head.w >> 4u) & 0x0f0f0f0fu) | (((head.z >> 6u) & 0x03030303u) << 4u);
-        }
-        let sc_lo = f32((sc_word >> shift) & 0xffu);
-        let sc_hi = f32((sc_word >> (shift + 8u)) & 0xffu);
-        let m_lo = f32((m_word >> shift) & 0xffu);
-        let m_hi = f32((m_word >> (shift + 8u)) & 0xffu);
         let dot_lo = runs.x * f32(nibble_dot(q & vec4<u32>(0x0f0f0f0fu), hi_a, lo_a));
         let dot_hi = runs.z * f32(nibble_dot((q >> vec4<u32>(4u)) & vec4<u32>(0x0f0f0f0fu), hi_b, lo_b));
-        (*acc)[r] += d * (sc_lo * dot_lo + sc_hi * dot_hi) - dmin * (m_lo * sum_lo + m_hi * sum_hi);
+        let f = q4_k_span_factors(head, c);
+        (*acc)[r] += f.x * dot_lo + f.y * dot_hi - f.z * sum_lo - f.w * sum_hi;
     }
 }

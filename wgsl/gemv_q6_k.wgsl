@@ -11,10 +11,6 @@ fn six_bits(nibbles: u32, high_pairs: u32) -> vec4<f32> {
     return vec4<f32>(unpack4xU8((nibbles & 0x0f0f0f0fu) | ((high_pairs & 0x03030303u) << 4u)));
 }
 
-fn signed_byte(v: u32, k: u32) -> f32 {
-    return f32(bitcast<i32>(v << (24u - 8u * k)) >> 24u);
-}
-
 fn span_dot(
     task: u32,
     x4: u32,
@@ -33,35 +29,27 @@ fn span_dot(
         xb[part] = x_at(x4, xi + 8u * part + 1u);
         sums[part] = dot(xa[part] + xb[part], vec4<f32>(1.0));
     }
-    let scale_byte = l0 / 16u;
     for (var r = 0u; r < ROWS; r++) {
-        let base = (*row_bytes_at)[r] + block * 210u;
-        let ql = base + 64u * n + l0;
-        let qh = base + 128u + 32u * n + l0;
-        let scales = base + 192u + 8u * n;
-        let d = half_at(base + 208u);
-        let s0 = word_at(scales);
-        let s1 = word_at(scales + 4u);
-        var total = 0.0;
+        let span = q6_k_span((*row_bytes_at)[r], block, n, l0);
+        var dots = vec4<f32>(0.0);
         for (var half = 0u; half < 2u; half++) {
-            let first = word_at(ql + 4u * half);
-            let second = word_at(ql + 32u + 4u * half);
-            let high = word_at(qh + 4u * half);
+            let first = word_at(span.ql + 4u * half);
+            let second = word_at(span.ql + 32u + 4u * half);
+            let high = word_at(span.qh + 4u * half);
             var xs: array<vec4<f32>, 4>;
             if (half == 0u) {
                 xs = xa;
             } else {
                 xs = xb;
             }
-            let d0 = dot(six_bits(first, high), xs[0]);
-            let d1 = dot(six_bits(second, high >> 2u), xs[1]);
-            let d2 = dot(six_bits(first >> 4u, high >> 4u), xs[2]);
-            let d3 = dot(six_bits(second >> 4u, high >> 6u), xs[3]);
-            total += signed_byte(s0, scale_byte) * d0 + signed_byte(s0, scale_byte + 2u) * d1
-                + signed_byte(s1, scale_byte) * d2 + signed_byte(s1, scale_byte + 2u) * d3;
+            dots += vec4<f32>(
+                dot(six_bits(first, high), xs[0]),
+                dot(six_bits(second, high >> 2u), xs[1]),
+                dot(six_bits(first >> 4u, high >> 4u), xs[2]),
+                dot(six_bits(second >> 4u, high >> 6u), xs[3]),
+            );
         }
-        let offsets = signed_byte(s0, scale_byte) * sums[0] + signed_byte(s0, scale_byte + 2u) * sums[1]
-            + signed_byte(s1, scale_byte) * sums[2] + signed_byte(s1, scale_byte + 2u) * sums[3];
-        (*acc)[r] += d * (total - 32.0 * offsets);
+        let offsets = vec4<f32>(sums[0], sums[1], sums[2], sums[3]);
+        (*acc)[r] += span.d * dot(span.scales, dots - 32.0 * offsets);
     }
 }

@@ -14,10 +14,6 @@ fn centred_six_bits(nibbles: u32, high_pairs: u32) -> u32 {
     return ((q | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
 }
 
-fn signed_byte(v: u32, k: u32) -> f32 {
-    return f32(bitcast<i32>(v << (24u - 8u * k)) >> 24u);
-}
-
 // Two words of 4 quants against the matching hi and lo words of the activations.
 fn quant_dot(q0: u32, q1: u32, hi: vec2<u32>, lo: vec2<u32>) -> i32 {
     return 128 * (dot4I8Packed(q0, hi.x) + dot4I8Packed(q1, hi.y)) + dot4I8Packed(q0, lo.x)
@@ -36,7 +32,7 @@ fn span_dot(
     // Part p is run 4n + p of the super-block: pair 2n + p/2, run p % 2 of the pair.
     var hi: array<vec2<u32>, 4>;
     var lo: array<vec2<u32>, 4>;
-    var steps: array<f32, 4>;
+    var steps: vec4<f32>;
     for (var part = 0u; part < 4u; part++) {
         let pair = x_row + (block * 4u + 2u * n + part / 2u) * 9u;
         let run = pair + (part % 2u) * 4u + l0 / 16u;
@@ -51,21 +47,14 @@ fn span_dot(
         }
         steps[part] = bitcast<vec4<f32>>(xq[pair + 8u])[2u * (part % 2u)];
     }
-    let scale_byte = l0 / 16u;
     for (var r = 0u; r < ROWS; r++) {
-        let base = (*row_bytes_at)[r] + block * 210u;
-        let ql = base + 64u * n + l0;
-        let qh = base + 128u + 32u * n + l0;
-        let scales = base + 192u + 8u * n;
-        let d = half_at(base + 208u);
-        let s0 = word_at(scales);
-        let s1 = word_at(scales + 4u);
-        let first0 = word_at(ql);
-        let first1 = word_at(ql + 4u);
-        let second0 = word_at(ql + 32u);
-        let second1 = word_at(ql + 36u);
-        let high0 = word_at(qh);
-        let high1 = word_at(qh + 4u);
+        let span = q6_k_span((*row_bytes_at)[r], block, n, l0);
+        let first0 = word_at(span.ql);
+        let first1 = word_at(span.ql + 4u);
+        let second0 = word_at(span.ql + 32u);
+        let second1 = word_at(span.ql + 36u);
+        let high0 = word_at(span.qh);
+        let high1 = word_at(span.qh + 4u);
         let d0 = quant_dot(
             centred_six_bits(first0, high0), centred_six_bits(first1, high1), hi[0], lo[0]);
         let d1 = quant_dot(
@@ -77,9 +66,7 @@ fn span_dot(
         let d3 = quant_dot(
             centred_six_bits(second0 >> 4u, high0 >> 6u), centred_six_bits(second1 >> 4u, high1 >> 6u),
             hi[3], lo[3]);
-        (*acc)[r] += d * (signed_byte(s0, scale_byte) * steps[0] * f32(d0)
-            + signed_byte(s0, scale_byte + 2u) * steps[1] * f32(d1)
-            + signed_byte(s1, scale_byte) * steps[2] * f32(d2)
-            + signed_byte(s1, scale_byte + 2u) * steps[3] * f32(d3));
+        let dots = vec4<f32>(f32(d0), f32(d1), f32(d2), f32(d3));
+        (*acc)[r] += span.d * dot(span.scales * steps, dots);
     }
 }

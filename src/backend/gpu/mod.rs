@@ -76,6 +76,13 @@ impl Wgpu {
         Wgpu::open(false, None)
     }
 
+    /// This backend with the decode GEMVs on integer activations (the default) or on f32 ones
+    /// (as with [`INTEGER_GEMV_VAR`]`=0`).
+    pub fn with_integer_gemv(mut self, on: bool) -> Wgpu {
+        self.integer_gemv = on;
+        self
+    }
+
     /// [`Wgpu::new`] on a Metal adapter only, with MSL passthrough shaders where it has them
     /// (for the Metal backend).
     pub(crate) fn new_metal() -> Result<Wgpu, GpuError> {

@@ -1,5 +1,7 @@
 //! The ops: host-side shape checks, then one or a few recorded dispatches each.
 
+use std::sync::{Mutex, MutexGuard};
+
 use super::kernels::{Kernel, DEFAULT_WG, GEMV_ROWS};
 use super::recorder::Binding;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
@@ -52,24 +54,24 @@ fn whole_groups(op: &'static str, x: &GpuTensor, group: usize) -> Result<(), Gpu
     checks::whole_groups(x.cols, group).map_err(|d| shape_error(op, d))
 }
 
-/// The output of the last `rms_norm_matmul`'s norm, with what it was computed from.
-pub(super) struct LastNormed {
-    normed: GpuTensor,
-    x: wgpu::Buffer,
-    norm: wgpu::Buffer,
-    eps_bits: u32,
+/// An op's output kept for the next op that needs the same thing computed from the same inputs
+/// (`key`): valid while nothing else was recorded or written since its last use.
+pub(super) struct Reusable<K> {
+    key: K,
+    value: GpuTensor,
     /// [`super::recorder::Recorder::work_recorded`] after its last use.
     work_after: u64,
 }
 
-/// The last GEMV input quantized for the integer GEMVs, with what it was computed from.
-pub(super) struct LastQuantized {
-    quantized: GpuTensor,
-    x: wgpu::Buffer,
-    up: Option<wgpu::Buffer>,
-    dims: (usize, usize),
-    /// [`super::recorder::Recorder::work_recorded`] after its last use.
-    work_after: u64,
+/// The last `rms_norm_matmul`'s norm output, by input, norm weight, f32 bits of eps and dims.
+pub(super) type LastNormed = Reusable<(wgpu::Buffer, wgpu::Buffer, u32, (usize, usize))>;
+/// The last GEMV input quantized for the integer GEMVs, by input (the gate with the up of a
+/// SwiGLU input) and dims.
+pub(super) type LastQuantized = Reusable<(wgpu::Buffer, Option<wgpu::Buffer>, (usize, usize))>;
+
+fn lock<T>(slot: &Mutex<T>) -> Result<MutexGuard<'_, T>, GpuError> {
+    slot.lock()
+        .map_err(|_| GpuError::Device("a thread panicked while recording".into()))
 }
 
 /// Values per quantized activation pair of runs (quantize_activations.wgsl).
@@ -355,38 +357,55 @@ impl Wgpu {
         w: &GpuWeight,
     ) -> Result<GpuTensor, GpuError> {
         check_matmul(x, w)?;
-        let mut last = self
-            .last_normed
-            .lock()
-            .map_err(|_| GpuError::Device("a thread panicked while recording".into()))?;
+        let key = (
+            x.buffer.clone(),
+            norm.buffer.clone(),
+            eps.to_bits(),
+            x.dims(),
+        );
+        self.reuse(
+            &self.last_normed,
+            key,
+            || {
+                let quantize = self.integer_gemv
+                    && w.format.has_integer_gemv()
+                    && x.rows < GEMM_MIN_ROWS
+                    && x.cols.is_multiple_of(QUANTIZED_PAIR);
+                self.rms_norm_kernel("rms_norm_matmul", x, None, norm, eps, quantize)
+            },
+            |normed| self.matmul(normed, w),
+        )
+    }
+
+    /// `use_it(value)`, the value computed by `compute` unless `slot` holds the one of `key`
+    /// and nothing was recorded or written since its last use; then `slot` holds it.
+    fn reuse<K: PartialEq, R>(
+        &self,
+        slot: &Mutex<Option<Reusable<K>>>,
+        key: K,
+        compute: impl FnOnce() -> Result<GpuTensor, GpuError>,
+        use_it: impl FnOnce(&GpuTensor) -> Result<R, GpuError>,
+    ) -> Result<R, GpuError> {
+        let mut last = lock(slot)?;
         let work = self.recorder.work_recorded()?;
-        let reusable = last.as_ref().is_some_and(|last| {
-            last.x == x.buffer
-                && last.norm == norm.buffer
-                && last.eps_bits == eps.to_bits()
-                && last.normed.dims() == x.dims()
-                && last.work_after == work
-        });
+        let reusable = last
+            .as_ref()
+            .is_some_and(|last| last.key == key && last.work_after == work);
         if !reusable {
-            let quantize = self.integer_gemv
-                && w.format.has_integer_gemv()
-                && x.rows < GEMM_MIN_ROWS
-                && x.cols.is_multiple_of(QUANTIZED_PAIR);
-            *last = Some(LastNormed {
-                normed: self.rms_norm_kernel("rms_norm_matmul", x, None, norm, eps, quantize)?,
-                x: x.buffer.clone(),
-                norm: norm.buffer.clone(),
-                eps_bits: eps.to_bits(),
+            *last = Some(Reusable {
+                key,
+                value: compute()?,
                 work_after: 0,
             });
         }
         let last = last.as_mut().expect("set above");
-        let out = self.matmul(&last.normed, w)?;
+        let result = use_it(&last.value)?;
         last.work_after = self.recorder.work_recorded()?;
-        Ok(out)
+        Ok(result)
     }
 
     /// Records the GEMV dispatches of `input · Wᵀ` into `out` (added to it with `accumulate`).
+    /// Formats with an integer span reader take the input quantized to 14-bit integers.
     fn gemv(
         &self,
         input: GemvInput<'_>,
@@ -394,98 +413,59 @@ impl Wgpu {
         out: &GpuTensor,
         accumulate: bool,
     ) -> Result<(), GpuError> {
-        let (kernel, x, extra) = match input {
-            GemvInput::Plain(x) => (Kernel::Gemv(w.format), x, None),
-            GemvInput::Swiglu { gate, up } => (Kernel::GemvSwiglu(w.format), gate, Some(up)),
+        let (x, up) = match input {
+            GemvInput::Plain(x) => (x, None),
+            GemvInput::Swiglu { gate, up } => (gate, Some(up)),
         };
-        if self.integer_gemv && w.format.has_integer_gemv() && x.cols.is_multiple_of(QUANTIZED_PAIR)
-        {
-            return self.gemv_quantized(x, extra, w, out, accumulate);
-        }
+        let integer = self.integer_gemv
+            && w.format.has_integer_gemv()
+            && x.cols.is_multiple_of(QUANTIZED_PAIR);
         // The fast kernels take GEMV_ROWS rows per workgroup in spans; the others one row per
         // workgroup in decoder units.
-        let (rows_per_workgroup, units) = match w.format.gemv_span() {
-            Some(span) => (GEMV_ROWS, w.cols / span),
-            None => (1, w.cols / w.format.unit_elems()),
+        let (kernel, rows_per_workgroup, units) = match (w.format.gemv_span(), up) {
+            (Some(span), _) if integer => {
+                (Kernel::GemvQuantized(w.format), GEMV_ROWS, w.cols / span)
+            }
+            (Some(span), Some(_)) => (Kernel::GemvSwiglu(w.format), GEMV_ROWS, w.cols / span),
+            (Some(span), None) => (Kernel::Gemv(w.format), GEMV_ROWS, w.cols / span),
+            (None, _) => (Kernel::Gemv(w.format), 1, w.cols / w.format.unit_elems()),
         };
-        let input_bytes = f32_bytes(&[x]) * if extra.is_some() { 2 } else { 1 };
-        for part in &w.parts {
-            let mut buffers: Vec<Binding<'_>> = vec![&part.buffer, &x.buffer, &out.buffer];
-            buffers.extend(extra.map(|up| &up.buffer));
-            self.record_as(
-                kernel,
-                w.profile_class,
-                &[
-                    part.rows as u32,
-                    w.cols as u32,
-                    x.rows as u32,
-                    w.row_bytes as u32,
-                    w.rows as u32,
-                    part.first_row as u32,
-                    units as u32,
-                    accumulate as u32,
-                ],
-                &buffers,
-                part.rows.div_ceil(rows_per_workgroup) * x.rows,
-                (part.rows * w.row_bytes) as u64 + input_bytes,
-            )?;
+        let record_parts = |input: &GpuTensor, extra: Option<&GpuTensor>| {
+            let input_bytes = f32_bytes(&[input]) + extra.map_or(0, |e| f32_bytes(&[e]));
+            for part in &w.parts {
+                let mut buffers: Vec<Binding<'_>> = vec![&part.buffer, &input.buffer, &out.buffer];
+                buffers.extend(extra.map(|e| &e.buffer));
+                self.record_as(
+                    kernel,
+                    w.profile_class,
+                    &[
+                        part.rows as u32,
+                        w.cols as u32,
+                        x.rows as u32,
+                        w.row_bytes as u32,
+                        w.rows as u32,
+                        part.first_row as u32,
+                        units as u32,
+                        accumulate as u32,
+                    ],
+                    &buffers,
+                    part.rows.div_ceil(rows_per_workgroup) * x.rows,
+                    (part.rows * w.row_bytes) as u64 + input_bytes,
+                )?;
+            }
+            Ok(())
+        };
+        if !integer {
+            return record_parts(x, up);
         }
-        Ok(())
-    }
-
-    /// [`Wgpu::gemv`] on x (silu(x) ⊙ up with `up`) quantized to 14-bit integers, the
-    /// quantization reused by the next GEMVs of the same input while nothing else was recorded.
-    fn gemv_quantized(
-        &self,
-        x: &GpuTensor,
-        up: Option<&GpuTensor>,
-        w: &GpuWeight,
-        out: &GpuTensor,
-        accumulate: bool,
-    ) -> Result<(), GpuError> {
-        let mut last = self
-            .last_quantized
-            .lock()
-            .map_err(|_| GpuError::Device("a thread panicked while recording".into()))?;
-        let work = self.recorder.work_recorded()?;
-        let reusable = last.as_ref().is_some_and(|last| {
-            last.x == x.buffer
-                && last.up.as_ref() == up.map(|u| &u.buffer)
-                && last.dims == x.dims()
-                && last.work_after == work
-        });
-        if !reusable {
-            *last = Some(LastQuantized {
-                quantized: self.quantize_activations(x, up)?,
-                x: x.buffer.clone(),
-                up: up.map(|u| u.buffer.clone()),
-                dims: x.dims(),
-                work_after: 0,
-            });
-        }
-        let last = last.as_mut().expect("set above");
-        let tasks = w.cols / w.format.gemv_span().expect("integer GEMVs have spans");
-        for part in &w.parts {
-            self.record_as(
-                Kernel::GemvQuantized(w.format),
-                w.profile_class,
-                &[
-                    part.rows as u32,
-                    w.cols as u32,
-                    x.rows as u32,
-                    w.row_bytes as u32,
-                    w.rows as u32,
-                    part.first_row as u32,
-                    tasks as u32,
-                    accumulate as u32,
-                ],
-                &[&part.buffer, &last.quantized.buffer, &out.buffer],
-                part.rows.div_ceil(GEMV_ROWS) * x.rows,
-                (part.rows * w.row_bytes + last.quantized.len() * 4) as u64,
-            )?;
-        }
-        last.work_after = self.recorder.work_recorded()?;
-        Ok(())
+        // The quantization is reused by the next GEMVs of the same input.
+        let key = (x.buffer.clone(), up.map(|u| u.buffer.clone()), x.dims());
+        self.reuse(
+            &self.last_quantized,
+            key,
+            || self.quantize_activations(x, up),
+            |quantized| record_parts(quantized, None),
+        )
     }
 
     /// Rows of x (silu(x) ⊙ up with `up`) as quantize_activations.wgsl lays them out.
@@ -617,15 +597,9 @@ impl Wgpu {
             groups,
             bytes_read,
         )?;
-        let mut last = self
-            .last_quantized
-            .lock()
-            .map_err(|_| GpuError::Device("a thread panicked while recording".into()))?;
-        *last = Some(LastQuantized {
-            quantized,
-            x: out.buffer.clone(),
-            up: None,
-            dims: out.dims(),
+        *lock(&self.last_quantized)? = Some(Reusable {
+            key: (out.buffer.clone(), None, out.dims()),
+            value: quantized,
             work_after: self.recorder.work_recorded()?,
         });
         Ok(out)

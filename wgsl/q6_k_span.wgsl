@@ -1,0 +1,26 @@
+// Where the span of half n, bytes l0..l0+8, of a Q6_K super-block lies (see gemv_q6_k.wgsl), for
+// both Q6_K span readers: the byte offsets of its nibbles (ql) and bit pairs (qh), the block's d
+// and the signed 8-bit scales of its four parts.
+struct Q6kSpan {
+    ql: u32,
+    qh: u32,
+    d: f32,
+    scales: vec4<f32>,
+}
+
+fn signed_byte(v: u32, k: u32) -> f32 {
+    return f32(bitcast<i32>(v << (24u - 8u * k)) >> 24u);
+}
+
+fn q6_k_span(row_byte: u32, block: u32, n: u32, l0: u32) -> Q6kSpan {
+    let base = row_byte + block * 210u;
+    let s0 = word_at(base + 192u + 8u * n);
+    let s1 = word_at(base + 196u + 8u * n);
+    let k = l0 / 16u;
+    return Q6kSpan(
+        base + 64u * n + l0,
+        base + 128u + 32u * n + l0,
+        half_at(base + 208u),
+        vec4<f32>(signed_byte(s0, k), signed_byte(s0, k + 2u), signed_byte(s1, k), signed_byte(s1, k + 2u)),
+    );
+}
