@@ -799,18 +799,22 @@ fn quantized_matmul_and_embed_against_quant_module() {
 
 /// The residual-add, SwiGLU-input and RMS-normed-input GEMVs, with and without subgroups, on
 /// formats with a fast GEMV (fused) and without (composed): acc + (silu(gate) ⊙ up) · Wᵀ,
-/// acc + x · Wᵀ and rms_norm(x) · Wᵀ.
+/// acc + x · Wᵀ and rms_norm(x) · Wᵀ; 1792 columns take several workgroups of the norm and
+/// the activation quantization, the last one partly past the row's end.
 #[test]
 fn fused_residual_matmuls_against_reference() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng::new(13);
-    let (rows, cols, tokens) = (21, 256, 2);
-    for ty in [
-        GgmlType::Q4_K,
-        GgmlType::Q6_K,
-        GgmlType::Q8_0,
-        GgmlType::Q5_K,
-    ] {
+    let (rows, tokens) = (21, 2);
+    for (cols, ty) in [256, 1792].into_iter().flat_map(|cols| {
+        [
+            GgmlType::Q4_K,
+            GgmlType::Q6_K,
+            GgmlType::Q8_0,
+            GgmlType::Q5_K,
+        ]
+        .map(|ty| (cols, ty))
+    }) {
         let bytes = random_blocks(&mut rng, ty, rows * cols);
         let row_bytes = bytes.len() / rows;
         let (gate, up, acc) = (
@@ -849,21 +853,21 @@ fn fused_residual_matmuls_against_reference() {
             let sum = device.upload(tokens, rows, &acc).unwrap();
             device.matmul_add(&gt, &weight, &sum).unwrap();
             assert_close(
-                &format!("matmul_add {ty:?}"),
+                &format!("matmul_add {ty:?} {cols} columns"),
                 &read_all(device, &sum),
                 &want_plain,
             );
             let sum = device.upload(tokens, rows, &acc).unwrap();
             device.swiglu_matmul_add(&gt, &ut, &weight, &sum).unwrap();
             assert_close(
-                &format!("swiglu_matmul_add {ty:?}"),
+                &format!("swiglu_matmul_add {ty:?} {cols} columns"),
                 &read_all(device, &sum),
                 &want_swiglu,
             );
             let nt = device.upload(1, cols, &norm).unwrap();
             let got = device.rms_norm_matmul(&gt, &nt, 1e-6, &weight).unwrap();
             assert_close(
-                &format!("rms_norm_matmul {ty:?}"),
+                &format!("rms_norm_matmul {ty:?} {cols} columns"),
                 &read_all(device, &got),
                 &want_normed,
             );

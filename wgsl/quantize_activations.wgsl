@@ -1,5 +1,5 @@
-// Rows of x (or silu(x) ⊙ up when `swiglu`) quantized for the integer GEMVs (quantize_pair.wgsl),
-// one invocation per 64 values.
+// Rows of x (or silu(x) ⊙ up when `swiglu`) quantized for the integer GEMVs (quantize_quad.wgsl),
+// one invocation per four values.
 
 struct Params {
     rows: u32,
@@ -11,7 +11,7 @@ struct Params {
 @group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> up: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> quantized: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read_write> quantized: array<u32>;
 
 @compute @workgroup_size(WG)
 fn main(
@@ -19,17 +19,13 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let pair = element_index(wid, nwg, lid);
-    if (pair >= p.rows * (p.cols / 64u)) {
-        return;
+    let quads = p.rows * p.cols / 4u;
+    let quad = element_index(wid, nwg, lid);
+    // Invocations past the end still take part in the run exchanges.
+    let at = min(quad, quads - 1u);
+    var v = x[at];
+    if (p.swiglu != 0u) {
+        v = v / (1.0 + exp(-v)) * up[at];
     }
-    var v: array<vec4<f32>, 16>;
-    for (var i = 0u; i < 16u; i++) {
-        let g = x[pair * 16u + i];
-        v[i] = g;
-        if (p.swiglu != 0u) {
-            v[i] = g / (1.0 + exp(-g)) * up[pair * 16u + i];
-        }
-    }
-    quantize_pair(v, pair);
+    quantize_quad(v, at, lid, quad < quads);
 }

@@ -45,7 +45,7 @@ pub const GEMV_ROWS: usize = 2;
 pub const DEFAULT_WG: usize = 64;
 
 const KQUANT_SCALES: WgslFile = wgsl!("kquant_scales");
-const QUANTIZE_PAIR: WgslFile = wgsl!("quantize_pair");
+const QUANTIZE_QUAD: WgslFile = wgsl!("quantize_quad");
 const Q4_K_SPAN_FACTORS: WgslFile = wgsl!("q4_k_span_factors");
 const Q6_K_SPAN: WgslFile = wgsl!("q6_k_span");
 const SOFTPLUS: WgslFile = wgsl!("softplus");
@@ -151,7 +151,7 @@ impl WeightFormat {
     }
 
     /// Whether this format has a span reader against quantized activations
-    /// (quantize_pair.wgsl), its weights dotted as integers.
+    /// (quantize_quad.wgsl), its weights dotted as integers.
     pub fn has_integer_gemv(self) -> bool {
         !self.integer_gemv_spans().is_empty()
     }
@@ -344,7 +344,7 @@ impl Kernel {
                 files.push(wgsl!("gemv_rows"));
             }
             Kernel::QuantizeActivations => {
-                files.extend([QUANTIZE_PAIR, wgsl!("quantize_activations")]);
+                files.extend([QUANTIZE_QUAD, wgsl!("quantize_activations")]);
             }
             Kernel::GemvSwiglu(format) => {
                 unreachable!("{format:?} has no span reader, so no SwiGLU-input GEMV")
@@ -375,7 +375,7 @@ impl Kernel {
             Kernel::CopyRows => files.push(wgsl!("copy_rows")),
             Kernel::RmsNorm => files.extend([REDUCE, wgsl!("rms_norm")]),
             Kernel::RmsNormQuantized => {
-                files.extend([REDUCE, QUANTIZE_PAIR, wgsl!("rms_norm_quantized")]);
+                files.extend([REDUCE, QUANTIZE_QUAD, wgsl!("rms_norm_quantized")]);
             }
             Kernel::L2Norm => files.extend([REDUCE, wgsl!("l2_norm")]),
             Kernel::Rope => files.extend([ROPE_ANGLE, wgsl!("rope")]),
@@ -402,7 +402,7 @@ impl Kernel {
             Kernel::Gemv(_) | Kernel::GemvSwiglu(_) | Kernel::GemvQuantized(_) => 32,
             // One workgroup per row: wide, so that a 5120-wide row takes few rounds of loads.
             Kernel::RmsNorm => 256,
-            // One invocation per 64 values: a 5120-wide row in one round.
+            // A 5120-wide row in ten chunks of 512 values (rms_norm_quantized.wgsl).
             Kernel::RmsNormQuantized => 128,
             _ => DEFAULT_WG,
         }

@@ -478,13 +478,12 @@ impl Wgpu {
             same_dims("quantize_activations", x, up)?;
         }
         whole_groups("quantize_activations", x, QUANTIZED_PAIR)?;
-        let pairs = x.len() / QUANTIZED_PAIR;
         let out = self.output(x.rows, x.cols / QUANTIZED_PAIR * QUANTIZED_PAIR_WORDS)?;
         self.record(
             Kernel::QuantizeActivations,
             &[x.rows as u32, x.cols as u32, up.is_some() as u32, 0],
             &[&x.buffer, &up.unwrap_or(x).buffer, &out.buffer],
-            pairs.div_ceil(WG),
+            (x.len() / 4).div_ceil(Kernel::QuantizeActivations.workgroup_size()),
             f32_bytes(&[x]) * if up.is_some() { 2 } else { 1 },
         )?;
         Ok(out)
@@ -590,11 +589,15 @@ impl Wgpu {
         }
         let quantized = self.output(x.rows, x.cols / QUANTIZED_PAIR * QUANTIZED_PAIR_WORDS)?;
         buffers.push(&quantized.buffer);
+        // A workgroup per chunk of four values per invocation (rms_norm_quantized.wgsl).
+        let chunks = w
+            .cols
+            .div_ceil(4 * Kernel::RmsNormQuantized.workgroup_size());
         self.record(
             Kernel::RmsNormQuantized,
             &params,
             &buffers,
-            groups,
+            groups * chunks,
             bytes_read,
         )?;
         *lock(&self.last_quantized)? = Some(Reusable {
