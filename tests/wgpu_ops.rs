@@ -7,7 +7,8 @@ use std::sync::OnceLock;
 
 use half::{bf16, f16};
 use qwen35::backend::gpu::{
-    GpuError, GpuTensor, Wgpu, ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS,
+    GpuError, GpuTensor, GpuWeight, Wgpu, ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS,
+    GEMM_MIN_ROWS,
 };
 use qwen35::backend::{AttentionShape, DeltaNetShape};
 use qwen35::quant::GgmlType;
@@ -871,6 +872,67 @@ fn fused_residual_matmuls_against_reference() {
                 &read_all(device, &got),
                 &want_normed,
             );
+        }
+    }
+}
+
+/// The projections of one normed token through several weights: the Q4_K ones, of different
+/// heights, in one GEMV dispatch after the norm, a Q6_K among them on its own; against the
+/// reference, also without subgroups and on f32 activations.
+#[test]
+fn several_projections_of_one_token_against_reference() {
+    use qwen35::backend::Backend;
+    if gpu().is_none() {
+        return;
+    }
+    // Its own device, so that the dispatch count is of this test's work alone.
+    let counting = Wgpu::new().unwrap();
+    let mut rng = Rng::new(37);
+    let cols = 768;
+    let x = rng.vec(cols);
+    let norm: Vec<f32> = rng.vec(cols).iter().map(|v| 1.0 + v).collect();
+    let normed = reference_rms(&x, &norm, None, 1e-6);
+    let (q4, q6) = (GgmlType::Q4_K, GgmlType::Q6_K);
+    for types in [[q4, q4, q4, q4], [q4, q6, q4, q4]] {
+        let weights: Vec<(GgmlType, usize, Vec<u8>)> = types
+            .iter()
+            .zip([37, 2, 64, 5])
+            .map(|(&ty, rows)| (ty, rows, random_blocks(&mut rng, ty, rows * cols)))
+            .collect();
+        let want: Vec<Vec<f32>> = weights
+            .iter()
+            .map(|(ty, rows, bytes)| {
+                bytes
+                    .chunks_exact(bytes.len() / rows)
+                    .map(|row| qwen35::quant::dot_row(*ty, row, &normed).unwrap())
+                    .collect()
+            })
+            .collect();
+        for count in [2, 4] {
+            for device in [&counting, plain_gpu(), f32_activations_gpu()] {
+                let ws: Vec<GpuWeight> = weights[..count]
+                    .iter()
+                    .map(|(ty, rows, bytes)| {
+                        device.upload_weight("w", *ty, *rows, cols, bytes).unwrap()
+                    })
+                    .collect();
+                let refs: Vec<&GpuWeight> = ws.iter().collect();
+                let xt = device.upload(1, cols, &x).unwrap();
+                let nt = device.upload(1, cols, &norm).unwrap();
+                Backend::take_stats(device);
+                let ys = device.rms_norm_matmuls(&xt, &nt, 1e-6, &refs).unwrap();
+                let dispatches = Backend::take_stats(device).dispatches;
+                for (i, (y, want)) in ys.iter().zip(&want).enumerate() {
+                    let what = format!("weight {i} of {count}, {types:?}");
+                    assert_close(&what, &read_all(device, y), want);
+                }
+                if std::ptr::eq(device, &counting) {
+                    // The Q4_K weights in one GEMV, each Q6_K in its own.
+                    let q4_count = types[..count].iter().filter(|&&ty| ty == q4).count();
+                    let gemvs = count - q4_count + q4_count.min(1);
+                    assert_eq!(dispatches, 1 + gemvs as u64, "{count} weights, {types:?}");
+                }
+            }
         }
     }
 }

@@ -3,9 +3,8 @@
 // 2c+1 from the high), each nibble word dotted with the hi and lo bytes of the quants by
 // dot4I8Packed, so no weight is converted to float; one conversion per sub-block remains.
 // Σq·x = d_x·(128·Σq·hi + Σq·lo). The mins take the run's exact Σx, once per sub-block (h = 0).
+// The weight comes through `weight(i)` (vec4<u32>s): gemv_weight.wgsl or gemv_several.wgsl.
 const SPAN: u32 = 32u;
-
-@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
 
 fn nibble_dot(q: vec4<u32>, hi: vec4<u32>, lo: vec4<u32>) -> i32 {
     let d_hi = dot4I8Packed(q.x, hi.x) + dot4I8Packed(q.y, hi.y) + dot4I8Packed(q.z, hi.z)
@@ -35,8 +34,8 @@ fn span_dot(
     let sum_hi = select(0.0, runs.w, h == 0u);
     for (var r = 0u; r < ROWS; r++) {
         let v = (*row_bytes_at)[r] / 16u + block * 9u;
-        let head = w[v];
-        let q = w[v + 1u + 2u * c + h];
+        let head = weight(v);
+        let q = weight(v + 1u + 2u * c + h);
         let dot_lo = runs.x * f32(nibble_dot(q & vec4<u32>(0x0f0f0f0fu), hi_a, lo_a));
         let dot_hi = runs.z * f32(nibble_dot((q >> vec4<u32>(4u)) & vec4<u32>(0x0f0f0f0fu), hi_b, lo_b));
         let f = q4_k_span_factors(head, c);

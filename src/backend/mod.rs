@@ -145,6 +145,13 @@ pub fn weight_profile_class(weight: &str) -> Option<&'static str> {
     matches!(weight, "output.weight" | "token_embd.weight").then_some("lm_head")
 }
 
+/// The outputs of [`Backend::rms_norm_matmuls`], one per weight by construction.
+pub fn one_per_weight<T, const N: usize>(ys: Vec<T>) -> [T; N] {
+    let count = ys.len();
+    ys.try_into()
+        .unwrap_or_else(|_| unreachable!("{count} outputs for {N} weights"))
+}
+
 /// Work counters and, when profiling is on, time per op class (for `qwen35 bench`).
 #[derive(Clone, Debug, Default)]
 pub struct BackendStats {
@@ -240,6 +247,21 @@ pub trait Backend: Send + Sync {
         w: &Self::Weight,
     ) -> Result<Self::Tensor, BackendError> {
         self.matmul(&self.rms_norm(x, norm, eps)?, w)
+    }
+    /// [`Backend::rms_norm_matmul`] through each weight: the projections of one normed input, which
+    /// a backend may run together.
+    fn rms_norm_matmuls<const N: usize>(
+        &self,
+        x: &Self::Tensor,
+        norm: &Self::Tensor,
+        eps: f32,
+        ws: [&Self::Weight; N],
+    ) -> Result<[Self::Tensor; N], BackendError> {
+        let mut ys = Vec::with_capacity(N);
+        for w in ws {
+            ys.push(self.rms_norm_matmul(x, norm, eps, w)?);
+        }
+        Ok(one_per_weight(ys))
     }
     /// `acc += x · Wᵀ`: a projection added to the residual stream.
     fn matmul_add(

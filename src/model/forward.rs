@@ -83,8 +83,7 @@ pub fn forward<B: Backend>(
             weight: &layer.post_attention_norm,
             eps,
         };
-        let gate = u.project(b, &layer.ffn_gate)?;
-        let up = u.project(b, &layer.ffn_up)?;
+        let [gate, up] = u.project(b, [&layer.ffn_gate, &layer.ffn_up])?;
         b.swiglu_matmul_add(&gate, &up, &layer.ffn_down, &mut h)?;
     }
     state.position = pos0 + n;
@@ -99,7 +98,8 @@ pub fn forward<B: Backend>(
 }
 
 /// The residual stream through an RMS norm, as the projections read it: each projection is
-/// `rms_norm(x) ⊙ weight · Wᵀ`, one op, so a backend can fuse the norm into the matmul.
+/// `rms_norm(x) ⊙ weight · Wᵀ`, the projections of one input in one op, so that a backend can
+/// norm once and run them together.
 #[derive(Clone, Copy)]
 struct Normed<'a, T> {
     x: &'a T,
@@ -108,8 +108,12 @@ struct Normed<'a, T> {
 }
 
 impl<T> Normed<'_, T> {
-    fn project<B: Backend<Tensor = T>>(&self, b: &B, w: &B::Weight) -> Result<T, ModelError> {
-        Ok(b.rms_norm_matmul(self.x, self.weight, self.eps, w)?)
+    fn project<B: Backend<Tensor = T>, const N: usize>(
+        &self,
+        b: &B,
+        ws: [&B::Weight; N],
+    ) -> Result<[T; N], ModelError> {
+        Ok(b.rms_norm_matmuls(self.x, self.weight, self.eps, ws)?)
     }
 }
 
@@ -124,11 +128,8 @@ fn attention<B: Backend>(
     v_cache: &mut B::Tensor,
     pos0: usize,
 ) -> Result<B::Tensor, ModelError> {
-    // 1. Each head's 2·hd projections are [query | gate].
-    let q_and_gate = u.project(b, &a.q)?;
-    // 2. Keys and values.
-    let k = u.project(b, &a.k)?;
-    let v = u.project(b, &a.v)?;
+    // 1. Each head's 2·hd projections are [query | gate]; 2. keys and values.
+    let [q_and_gate, k, v] = u.project(b, [&a.q, &a.k, &a.v])?;
     // 3. Per-head RMS norm of q and k, before 4. RoPE on the first rope_dims of each head;
     // 5. append k, v to the cache and attend causally (GQA); 6. sigmoid output gate.
     let rope = RopeShape {
@@ -172,10 +173,7 @@ fn delta_net<B: Backend>(
         v_dim: cfg.ssm_v_dim,
     };
     // 5.1 Projections: m = q|k|v (through the conv), z, β and α inputs (not).
-    let m = u.project(b, &d.qkv)?;
-    let z = u.project(b, &d.gate)?;
-    let beta = u.project(b, &d.beta)?;
-    let alpha = u.project(b, &d.alpha)?;
+    let [m, z, beta, alpha] = u.project(b, [&d.qkv, &d.gate, &d.beta, &d.alpha])?;
     // 5.2 Causal depthwise conv + SiLU over the raw m of the previous tokens; 5.3 split into q,
     // k, v, with q and k L2-normalised per head and q also scaled by 1/sqrt(Dk).
     let q_scale = 1.0 / (cfg.ssm_k_dim as f32).sqrt();

@@ -144,6 +144,18 @@ impl Backend for Wgpu {
         Wgpu::rms_norm_matmul(self, x, norm, eps, w).map_err(|e| e.into_backend("rms_norm_matmul"))
     }
 
+    fn rms_norm_matmuls<const N: usize>(
+        &self,
+        x: &GpuTensor,
+        norm: &GpuTensor,
+        eps: f32,
+        ws: [&GpuWeight; N],
+    ) -> Result<[GpuTensor; N], BackendError> {
+        Wgpu::rms_norm_matmuls(self, x, norm, eps, &ws)
+            .map(crate::backend::one_per_weight)
+            .map_err(|e| e.into_backend("rms_norm_matmuls"))
+    }
+
     fn matmul_add(
         &self,
         x: &GpuTensor,

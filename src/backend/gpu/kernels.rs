@@ -48,6 +48,7 @@ const KQUANT_SCALES: WgslFile = wgsl!("kquant_scales");
 const QUANTIZE_QUAD: WgslFile = wgsl!("quantize_quad");
 const Q4_K_SPAN_FACTORS: WgslFile = wgsl!("q4_k_span_factors");
 const Q6_K_SPAN: WgslFile = wgsl!("q6_k_span");
+const GEMV_ROWS_DOT: WgslFile = wgsl!("gemv_rows_dot");
 const SOFTPLUS: WgslFile = wgsl!("softplus");
 const ROPE_ANGLE: WgslFile = wgsl!("rope_angle");
 
@@ -156,6 +157,12 @@ impl WeightFormat {
         !self.integer_gemv_spans().is_empty()
     }
 
+    /// Whether its integer span reader reads the weight through `weight(i)`, so that one
+    /// dispatch can multiply several weights ([`Kernel::GemvSeveral`]).
+    pub fn has_several_gemv(self) -> bool {
+        self == WeightFormat::Q4_K
+    }
+
     /// The span reader against quantized activations and the preludes it needs, in order.
     fn integer_gemv_spans(self) -> Vec<WgslFile> {
         match self {
@@ -175,6 +182,9 @@ pub enum Kernel {
     /// The GEMV of a format with an integer span reader, its input quantized by
     /// [`Kernel::QuantizeActivations`].
     GemvQuantized(WeightFormat),
+    /// [`Kernel::GemvQuantized`] of up to four weights of one width on one token, in one
+    /// dispatch.
+    GemvSeveral(WeightFormat),
     /// Rows of x (or silu(gate) ⊙ up) as 14-bit integers per run of 32, for
     /// [`Kernel::GemvQuantized`].
     QuantizeActivations,
@@ -230,6 +240,12 @@ impl Kernel {
                 .filter(|f| f.has_integer_gemv())
                 .map(|&f| Kernel::GemvQuantized(f)),
         );
+        all.extend(
+            WeightFormat::ALL
+                .iter()
+                .filter(|f| f.has_several_gemv())
+                .map(|&f| Kernel::GemvSeveral(f)),
+        );
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Gemm(f)));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::HalfWeights(f)));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Embed(f)));
@@ -267,6 +283,7 @@ impl Kernel {
             Kernel::Gemv(f) => format!("gemv_{f:?}").to_lowercase(),
             Kernel::GemvSwiglu(f) => format!("gemv_swiglu_{f:?}").to_lowercase(),
             Kernel::GemvQuantized(f) => format!("gemv_quantized_{f:?}").to_lowercase(),
+            Kernel::GemvSeveral(f) => format!("gemv_several_{f:?}").to_lowercase(),
             Kernel::Gemm(f) => format!("gemm_{f:?}").to_lowercase(),
             Kernel::HalfWeights(f) => format!("half_weights_{f:?}").to_lowercase(),
             Kernel::Embed(f) => format!("embed_{f:?}").to_lowercase(),
@@ -277,9 +294,10 @@ impl Kernel {
     /// The op class the profile counts this kernel in, e.g. "matmul q4_K".
     pub fn class(self) -> String {
         match self {
-            Kernel::Gemv(f) | Kernel::GemvSwiglu(f) | Kernel::GemvQuantized(f) => {
-                format!("matmul {}", f.ggml_type().name())
-            }
+            Kernel::Gemv(f)
+            | Kernel::GemvSwiglu(f)
+            | Kernel::GemvQuantized(f)
+            | Kernel::GemvSeveral(f) => format!("matmul {}", f.ggml_type().name()),
             Kernel::QuantizeActivations => "quantize x".into(),
             Kernel::Gemm(f) => format!("gemm {}", f.ggml_type().name()),
             Kernel::HalfWeights(f) => format!("gemm-coop f16 {}", f.ggml_type().name()),
@@ -335,13 +353,25 @@ impl Kernel {
                     _ => wgsl!("gemv_input"),
                 });
                 files.extend(format.gemv_spans());
-                files.push(wgsl!("gemv_rows"));
+                files.extend([GEMV_ROWS_DOT, wgsl!("gemv_rows")]);
             }
             Kernel::GemvQuantized(format) => {
                 assert!(format.has_integer_gemv(), "{format:?} has no integer GEMV");
                 files.extend([reduce_rows(subgroups), wgsl!("gemv_input_quantized")]);
+                if format.has_several_gemv() {
+                    files.push(wgsl!("gemv_weight"));
+                }
                 files.extend(format.integer_gemv_spans());
-                files.push(wgsl!("gemv_rows"));
+                files.extend([GEMV_ROWS_DOT, wgsl!("gemv_rows")]);
+            }
+            Kernel::GemvSeveral(format) => {
+                assert!(
+                    format.has_several_gemv(),
+                    "{format:?} has no several-weight GEMV"
+                );
+                files.extend([reduce_rows(subgroups), wgsl!("gemv_input_quantized")]);
+                files.extend(format.integer_gemv_spans());
+                files.extend([GEMV_ROWS_DOT, wgsl!("gemv_several")]);
             }
             Kernel::QuantizeActivations => {
                 files.extend([QUANTIZE_QUAD, wgsl!("quantize_activations")]);
@@ -399,7 +429,10 @@ impl Kernel {
     pub fn workgroup_size(self) -> usize {
         match self {
             // Many small workgroups keep more weight loads in flight across the GPU.
-            Kernel::Gemv(_) | Kernel::GemvSwiglu(_) | Kernel::GemvQuantized(_) => 32,
+            Kernel::Gemv(_)
+            | Kernel::GemvSwiglu(_)
+            | Kernel::GemvQuantized(_)
+            | Kernel::GemvSeveral(_) => 32,
             // One workgroup per row: wide, so that a 5120-wide row takes few rounds of loads.
             Kernel::RmsNorm => 256,
             // A 5120-wide row in ten chunks of 512 values (rms_norm_quantized.wgsl).

@@ -2,7 +2,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use super::kernels::{Kernel, DEFAULT_WG, GEMV_ROWS};
+use super::kernels::{Kernel, WeightFormat, DEFAULT_WG, GEMV_ROWS};
 use super::recorder::Binding;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::checks;
@@ -74,6 +74,8 @@ fn lock<T>(slot: &Mutex<T>) -> Result<MutexGuard<'_, T>, GpuError> {
         .map_err(|_| GpuError::Device("a thread panicked while recording".into()))
 }
 
+/// Weights one several-weight GEMV multiplies at most (gemv_several.wgsl).
+const SEVERAL_MAX: usize = 4;
 /// Values per quantized activation pair of runs (quantize_activations.wgsl).
 const QUANTIZED_PAIR: usize = 64;
 /// u32 words per quantized activation pair of runs.
@@ -345,10 +347,7 @@ impl Wgpu {
         self.gemv(GemvInput::Swiglu { gate, up }, w, acc, true)
     }
 
-    /// `rms_norm(x, norm, eps) · Wᵀ`. The forward projects one normed input several times in a
-    /// row (q, k, v; gate, up): the norm runs once and its output is reused for as long as
-    /// nothing else was recorded or written since. Fusing the norm into each GEMV instead cost
-    /// more than the norm pass on the H200 (run 6: lm_head 0.49 → 1.33 ms).
+    /// `rms_norm(x, norm, eps) · Wᵀ`.
     pub fn rms_norm_matmul(
         &self,
         x: &GpuTensor,
@@ -356,7 +355,24 @@ impl Wgpu {
         eps: f32,
         w: &GpuWeight,
     ) -> Result<GpuTensor, GpuError> {
-        check_matmul(x, w)?;
+        let mut ys = self.rms_norm_matmuls(x, norm, eps, &[w])?;
+        Ok(ys.remove(0))
+    }
+
+    /// `rms_norm(x, norm, eps) · Wᵢᵀ` for each weight. The forward projects one normed input
+    /// several times (q, k, v; gate, up): the norm runs once and its output is reused for as long
+    /// as nothing else was recorded or written since, also by later calls. Fusing the norm into
+    /// each GEMV instead cost more than the norm pass on the H200 (run 6: lm_head 0.49 → 1.33 ms).
+    pub fn rms_norm_matmuls(
+        &self,
+        x: &GpuTensor,
+        norm: &GpuTensor,
+        eps: f32,
+        ws: &[&GpuWeight],
+    ) -> Result<Vec<GpuTensor>, GpuError> {
+        for w in ws {
+            check_matmul(x, w)?;
+        }
         let key = (
             x.buffer.clone(),
             norm.buffer.clone(),
@@ -368,13 +384,106 @@ impl Wgpu {
             key,
             || {
                 let quantize = self.integer_gemv
-                    && w.format.has_integer_gemv()
+                    && ws.iter().any(|w| w.format.has_integer_gemv())
                     && x.rows < GEMM_MIN_ROWS
                     && x.cols.is_multiple_of(QUANTIZED_PAIR);
                 self.rms_norm_kernel("rms_norm_matmul", x, None, norm, eps, quantize)
             },
-            |normed| self.matmul(normed, w),
+            |normed| self.matmuls(normed, ws),
         )
+    }
+
+    /// `x · Wᵢᵀ` for each weight. On one token with integer GEMVs, the weights of a format with
+    /// the several-weight GEMV (each in one part) go together, up to four to a dispatch.
+    fn matmuls(&self, x: &GpuTensor, ws: &[&GpuWeight]) -> Result<Vec<GpuTensor>, GpuError> {
+        let together = |w: &GpuWeight| {
+            self.integer_gemv
+                && x.rows == 1
+                && x.cols.is_multiple_of(QUANTIZED_PAIR)
+                && w.format.has_several_gemv()
+                && w.parts.len() == 1
+        };
+        let mut ys: Vec<Option<GpuTensor>> = ws.iter().map(|_| None).collect();
+        let mut formats: Vec<WeightFormat> = Vec::new();
+        for w in ws {
+            if !formats.contains(&w.format) {
+                formats.push(w.format);
+            }
+        }
+        for format in formats {
+            let group: Vec<usize> = (0..ws.len())
+                .filter(|&i| ws[i].format == format && together(ws[i]))
+                .collect();
+            for chunk in group.chunks(SEVERAL_MAX).filter(|c| c.len() > 1) {
+                let chunk_ws: Vec<&GpuWeight> = chunk.iter().map(|&i| ws[i]).collect();
+                for (&i, y) in chunk.iter().zip(self.gemv_several(x, &chunk_ws)?) {
+                    ys[i] = Some(y);
+                }
+            }
+        }
+        ws.iter()
+            .zip(ys)
+            .map(|(w, y)| y.map_or_else(|| self.matmul(x, w), Ok))
+            .collect()
+    }
+
+    /// One token through 2..=SEVERAL_MAX weights of one format with the several-weight GEMV,
+    /// each in one part, in one dispatch.
+    fn gemv_several(&self, x: &GpuTensor, ws: &[&GpuWeight]) -> Result<Vec<GpuTensor>, GpuError> {
+        let first = ws[0];
+        let ys = ws
+            .iter()
+            .map(|w| self.output(1, w.rows))
+            .collect::<Result<Vec<_>, _>>()?;
+        let span = first
+            .format
+            .gemv_span()
+            .expect("formats with a several-weight GEMV have spans");
+        let mut rows = [0u32; SEVERAL_MAX];
+        for (slot, w) in rows.iter_mut().zip(ws) {
+            *slot = w.rows as u32;
+        }
+        // Slots past the weights repeat the first weight and output; the kernel leaves them.
+        let weight_at = |m: usize| &ws.get(m).unwrap_or(&first).parts[0].buffer;
+        let output_at = |m: usize| &ys.get(m).unwrap_or(&ys[0]).buffer;
+        let workgroups: usize = ws.iter().map(|w| w.rows.div_ceil(GEMV_ROWS)).sum();
+        let weight_bytes: u64 = ws.iter().map(|w| (w.rows * w.row_bytes) as u64).sum();
+        let key = (x.buffer.clone(), None, x.dims());
+        self.reuse(
+            &self.last_quantized,
+            key,
+            || self.quantize_activations(x, None),
+            |quantized| {
+                self.record_as(
+                    Kernel::GemvSeveral(first.format),
+                    first.profile_class,
+                    &[
+                        x.cols as u32,
+                        first.row_bytes as u32,
+                        (x.cols / span) as u32,
+                        ws.len() as u32,
+                        rows[0],
+                        rows[1],
+                        rows[2],
+                        rows[3],
+                    ],
+                    &[
+                        weight_at(0),
+                        &quantized.buffer,
+                        output_at(0),
+                        weight_at(1),
+                        weight_at(2),
+                        weight_at(3),
+                        output_at(1),
+                        output_at(2),
+                        output_at(3),
+                    ],
+                    workgroups,
+                    weight_bytes + f32_bytes(&[x]),
+                )
+            },
+        )?;
+        Ok(ys)
     }
 
     /// `use_it(value)`, the value computed by `compute` unless `slot` holds the one of `key`
