@@ -18,8 +18,8 @@ fn high_nibbles(v: u32) -> vec4<f32> {
 fn span_dot(
     task: u32,
     x4: u32,
-    row_bytes_at: ptr<function, array<u32, LANE_ROWS>>,
-    acc: ptr<function, array<f32, LANE_ROWS>>,
+    row_bytes_at: ptr<function, array<u32, ROWS>>,
+    acc: ptr<function, array<f32, ROWS>>,
 ) {
     let block = task / 8u;
     let c = (task % 8u) / 2u;
@@ -36,7 +36,7 @@ fn span_dot(
     let ones = vec4<f32>(1.0);
     let sum_lo = dot(xl0 + xl1 + xl2 + xl3, ones);
     let sum_hi = dot(xh0 + xh1 + xh2 + xh3, ones);
-    for (var r = 0u; r < LANE_ROWS; r++) {
+    for (var r = 0u; r < ROWS; r++) {
         let v = (*row_bytes_at)[r] / 16u + block * 9u;
         let head = w[v];
         let q = w[v + 1u + 2u * c + h];

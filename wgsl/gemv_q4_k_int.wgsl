@@ -17,8 +17,8 @@ fn nibble_dot(q: vec4<u32>, hi: vec4<u32>, lo: vec4<u32>) -> i32 {
 fn span_dot(
     task: u32,
     x_row: u32,
-    row_bytes_at: ptr<function, array<u32, LANE_ROWS>>,
-    acc: ptr<function, array<f32, LANE_ROWS>>,
+    row_bytes_at: ptr<function, array<u32, ROWS>>,
+    acc: ptr<function, array<f32, ROWS>>,
 ) {
     let block = task / 8u;
     let c = (task % 8u) / 2u;
@@ -32,7 +32,7 @@ fn span_dot(
     // Σx of both sub-blocks, counted by the first half-span of each only.
     let sum_lo = select(0.0, runs.y, h == 0u);
     let sum_hi = select(0.0, runs.w, h == 0u);
-    for (var r = 0u; r < LANE_ROWS; r++) {
+    for (var r = 0u; r < ROWS; r++) {
         let v = (*row_bytes_at)[r] / 16u + block * 9u;
         let head = weight(v);
         let q = weight(v + 1u + 2u * c + h);

@@ -14,8 +14,8 @@ fn six_bits(nibbles: u32, high_pairs: u32) -> vec4<f32> {
 fn span_dot(
     task: u32,
     x4: u32,
-    row_bytes_at: ptr<function, array<u32, LANE_ROWS>>,
-    acc: ptr<function, array<f32, LANE_ROWS>>,
+    row_bytes_at: ptr<function, array<u32, ROWS>>,
+    acc: ptr<function, array<f32, ROWS>>,
 ) {
     let block = task / 8u;
     let n = (task % 8u) / 4u;
@@ -29,7 +29,7 @@ fn span_dot(
         xb[part] = x_at(x4, xi + 8u * part + 1u);
         sums[part] = dot(xa[part] + xb[part], vec4<f32>(1.0));
     }
-    for (var r = 0u; r < LANE_ROWS; r++) {
+    for (var r = 0u; r < ROWS; r++) {
         let span = q6_k_span((*row_bytes_at)[r], block, n, l0);
         var dots = vec4<f32>(0.0);
         for (var half = 0u; half < 2u; half++) {

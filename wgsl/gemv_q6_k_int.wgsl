@@ -23,8 +23,8 @@ fn quant_dot(q0: u32, q1: u32, hi: vec2<u32>, lo: vec2<u32>) -> i32 {
 fn span_dot(
     task: u32,
     x_row: u32,
-    row_bytes_at: ptr<function, array<u32, LANE_ROWS>>,
-    acc: ptr<function, array<f32, LANE_ROWS>>,
+    row_bytes_at: ptr<function, array<u32, ROWS>>,
+    acc: ptr<function, array<f32, ROWS>>,
 ) {
     let block = task / 8u;
     let n = (task % 8u) / 4u;
@@ -47,7 +47,7 @@ fn span_dot(
         }
         steps[part] = bitcast<vec4<f32>>(xq[pair + 8u])[2u * (part % 2u)];
     }
-    for (var r = 0u; r < LANE_ROWS; r++) {
+    for (var r = 0u; r < ROWS; r++) {
         let span = q6_k_span((*row_bytes_at)[r], block, n, l0);
         let first0 = word_at(span.ql);
         let first1 = word_at(span.ql + 4u);

@@ -22,15 +22,15 @@ const SIGNED_BYTE_PLACES = vec4<f32>(1.0, 1.0, 1.0, 1.0 / 256.0);
 fn span_dot(
     task: u32,
     x4: u32,
-    row_bytes_at: ptr<function, array<u32, LANE_ROWS>>,
-    acc: ptr<function, array<f32, LANE_ROWS>>,
+    row_bytes_at: ptr<function, array<u32, ROWS>>,
+    acc: ptr<function, array<f32, ROWS>>,
 ) {
     let xi = task * 8u;
     var xs: array<vec4<f32>, 8>;
     for (var k = 0u; k < 8u; k++) {
         xs[k] = x_at(x4, xi + k) * SIGNED_BYTE_PLACES;
     }
-    for (var r = 0u; r < LANE_ROWS; r++) {
+    for (var r = 0u; r < ROWS; r++) {
         let base = (*row_bytes_at)[r] + task * 34u;
         var total = 0.0;
         for (var k = 0u; k < 8u; k++) {
