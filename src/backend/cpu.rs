@@ -1081,6 +1081,10 @@ impl Backend for CpuBackend {
         }
     }
 
+    fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(work)
+    }
+
     fn set_profiling(&self, on: bool) {
         self.profiler.on.store(on, Ordering::Relaxed);
     }

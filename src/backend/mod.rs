@@ -463,6 +463,14 @@ pub trait Backend: Send + Sync {
     /// a readback); the profile calls it to time a readback apart from the work before it.
     fn synchronize(&self) {}
 
+    /// Runs `work`, a whole forward of ops, where this backend starts ops most cheaply. The CPU
+    /// runs it on one of its worker threads: an op's parallel loop started from any other
+    /// thread hands the loop to the pool and sleeps until it is done, and on a virtual machine
+    /// each such wake-up costs tens of microseconds, hundreds of times a token.
+    fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        work()
+    }
+
     /// Turns per-op-class timing on or off (off costs nothing).
     fn set_profiling(&self, _on: bool) {}
     /// The counters since the last call, which resets them.

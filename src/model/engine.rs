@@ -205,15 +205,15 @@ impl<B: Backend> Session<B> {
         tokens: Tokens<'_, B::Tensor>,
         all: bool,
     ) -> Result<B::Tensor, ModelError> {
-        forward(
-            &self.backend,
-            &self.config,
-            &self.weights,
-            &mut self.state,
-            tokens,
-            all,
-            self.skip,
-        )
+        let Session {
+            backend,
+            config,
+            weights,
+            state,
+            skip,
+            ..
+        } = self;
+        backend.run(|| forward(backend, config, weights, state, tokens, all, *skip))
     }
 }
 
