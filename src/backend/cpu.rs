@@ -36,6 +36,10 @@ pub enum CpuMode {
 /// the work on any row size.
 const TASK_BYTES: usize = 64 * 1024;
 
+/// Values an elementwise task should at least take: smaller ops (decode's single rows) run on
+/// the calling thread, whose wake-up of another worker would cost more than the work.
+const ELEMENTWISE_TASK: usize = 16 * 1024;
+
 /// Wall-clock time per op class for `qwen35 bench --profile`. Off, an op pays one relaxed load.
 #[derive(Default)]
 struct Profiler {
@@ -396,7 +400,7 @@ impl CpuBackend {
         op: &'static str,
         x: &CpuTensor,
         w: &CpuTensor,
-        f: impl Fn(&[f32], usize, &mut [f32]),
+        f: impl Fn(&[f32], usize, &mut [f32]) + Sync,
     ) -> Result<CpuTensor, BackendError> {
         if w.rows != 1 {
             return Err(shape_error(
@@ -406,14 +410,14 @@ impl CpuBackend {
         }
         whole_groups(op, x, w.cols)?;
         let mut out = vec![0f32; x.data.len()];
-        for (i, (xg, og)) in x
-            .data
-            .chunks_exact(w.cols)
-            .zip(out.chunks_exact_mut(w.cols))
-            .enumerate()
-        {
-            f(xg, i, og);
-        }
+        self.pool.install(|| {
+            x.data
+                .par_chunks_exact(w.cols)
+                .zip(out.par_chunks_exact_mut(w.cols))
+                .enumerate()
+                .with_min_len(ELEMENTWISE_TASK.div_ceil(w.cols))
+                .for_each(|(i, (xg, og))| f(xg, i, og));
+        });
         Ok(CpuTensor {
             rows: x.rows,
             cols: x.cols,
@@ -426,13 +430,24 @@ impl CpuBackend {
         op: &'static str,
         a: &CpuTensor,
         b: &CpuTensor,
-        f: impl Fn(f32, f32) -> f32,
+        f: impl Fn(f32, f32) -> f32 + Sync,
     ) -> Result<CpuTensor, BackendError> {
         same_dims(op, a, b)?;
+        let mut data = vec![0f32; a.data.len()];
+        self.pool.install(|| {
+            data.par_chunks_mut(ELEMENTWISE_TASK)
+                .zip(a.data.par_chunks(ELEMENTWISE_TASK))
+                .zip(b.data.par_chunks(ELEMENTWISE_TASK))
+                .for_each(|((out, a), b)| {
+                    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                        *o = f(x, y);
+                    }
+                })
+        });
         Ok(CpuTensor {
             rows: a.rows,
             cols: a.cols,
-            data: a.data.iter().zip(&b.data).map(|(&x, &y)| f(x, y)).collect(),
+            data,
         })
     }
 }
@@ -672,12 +687,13 @@ impl Backend for CpuBackend {
                         format!("columns {offset}..+{width} of groups of {group}"),
                     ));
                 }
-                let data: Vec<f32> = x
-                    .data
-                    .chunks_exact(group)
-                    .flat_map(|g| &g[offset..offset + width])
-                    .copied()
-                    .collect();
+                let mut data = vec![0f32; x.data.len() / group * width];
+                self.pool.install(|| {
+                    data.par_chunks_exact_mut(width)
+                        .zip(x.data.par_chunks_exact(group))
+                        .with_min_len(ELEMENTWISE_TASK.div_ceil(group))
+                        .for_each(|(out, g)| out.copy_from_slice(&g[offset..offset + width]))
+                });
                 Ok(CpuTensor {
                     rows: x.rows,
                     cols: x.cols / group * width,
@@ -715,11 +731,15 @@ impl Backend for CpuBackend {
             || {
                 whole_groups("l2_norm", x, group)?;
                 let mut data = x.data.clone();
-                for g in data.chunks_exact_mut(group) {
-                    let sum: f64 = g.iter().map(|&v| v as f64 * v as f64).sum();
-                    let s = scale / (sum as f32 + eps).sqrt();
-                    g.iter_mut().for_each(|v| *v *= s);
-                }
+                self.pool.install(|| {
+                    data.par_chunks_exact_mut(group)
+                        .with_min_len(ELEMENTWISE_TASK.div_ceil(group))
+                        .for_each(|g| {
+                            let sum: f64 = g.iter().map(|&v| v as f64 * v as f64).sum();
+                            let s = scale / (sum as f32 + eps).sqrt();
+                            g.iter_mut().for_each(|v| *v *= s);
+                        })
+                });
                 Ok(CpuTensor { data, ..*x })
             },
         )
@@ -731,7 +751,12 @@ impl Backend for CpuBackend {
             f32_bytes(&[&*x, y]),
             || {
                 same_dims("add", x, y)?;
-                x.data.iter_mut().zip(&y.data).for_each(|(a, b)| *a += b);
+                self.pool.install(|| {
+                    x.data
+                        .par_chunks_mut(ELEMENTWISE_TASK)
+                        .zip(y.data.par_chunks(ELEMENTWISE_TASK))
+                        .for_each(|(x, y)| x.iter_mut().zip(y).for_each(|(a, b)| *a += b))
+                });
                 Ok(())
             },
         )
