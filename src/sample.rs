@@ -94,14 +94,24 @@ impl Sampler {
 }
 
 /// The index of the largest logit; the lowest index wins ties, NaN never wins.
+/// (All NaN: the last index.)
 pub fn argmax(logits: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &l) in logits.iter().enumerate() {
-        if l > logits[best] || logits[best].is_nan() {
-            best = i;
+    // Two passes that vectorize, where one compare-and-branch loop ran a vocabulary of 248k
+    // logits at ~0.9 ms: the largest value (`f32::max` passes over NaN), then where it is first.
+    const LANES: usize = 16;
+    let mut lanes = [f32::NAN; LANES];
+    let chunks = logits.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (largest, &l) in lanes.iter_mut().zip(chunk) {
+            *largest = largest.max(l);
         }
     }
-    best as u32
+    let largest = lanes.iter().chain(rest).fold(f32::NAN, |m, &l| m.max(l));
+    if largest.is_nan() {
+        return logits.len().saturating_sub(1) as u32;
+    }
+    logits.iter().position(|&l| l == largest).unwrap_or(0) as u32
 }
 
 /// Probabilities of candidates already sorted by descending logit.
@@ -158,6 +168,22 @@ mod tests {
         let mut s = sampler(SamplerConfig::default());
         assert_eq!(s.sample(&[0.1, 3.0, -1.0, 3.0], &[]), 1);
         assert_eq!(argmax(&[f32::NAN, 1.0, 0.5]), 1);
+    }
+
+    #[test]
+    fn argmax_is_the_first_largest_in_any_lane_and_skips_nan() {
+        let mut logits: Vec<f32> = (0..1000).map(|i| ((i * 37) % 101) as f32 * -0.5).collect();
+        assert_eq!(argmax(&logits), 0);
+        logits[517] = 3.0;
+        logits[900] = 3.0;
+        logits[999] = 2.0;
+        logits[3] = f32::NAN;
+        assert_eq!(argmax(&logits), 517);
+        logits[998] = 4.0;
+        assert_eq!(argmax(&logits), 998);
+        assert_eq!(argmax(&[f32::NAN; 20]), 19);
+        assert_eq!(argmax(&[-0.0, 0.0]), 0);
+        assert_eq!(argmax(&[]), 0);
     }
 
     #[test]
