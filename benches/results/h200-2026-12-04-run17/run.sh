@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device run 17: llama.cpp b11434 CUDA and qwen35 binary G (8478677) back to back on the 27B-shaped
+# Device run 17: llama.cpp b11434 CUDA and qwen35 binary G (3b9c31b) back to back on the 27B-shaped
 # Q4_K_M file: check, bench with profile, llama-bench, bench again, then the CPU fast path on the
 # host's 16 cores (its code changed since run 6).
 cd "$(dirname "$0")/../../.."
