@@ -798,6 +798,41 @@ fn quantized_matmul_and_embed_against_quant_module() {
     }
 }
 
+/// Scales that are subnormal halves (llama.cpp writes them where a block's values are tiny) must
+/// convert exactly on the GPU too: a device that flushed them would return zeros here.
+#[test]
+fn quantized_matmul_takes_subnormal_scales() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(14);
+    let (rows, cols) = (9, 768);
+    for ty in [GgmlType::Q4_K, GgmlType::Q6_K] {
+        let mut bytes = random_blocks(&mut rng, ty, rows * cols);
+        let scale_offsets: &[usize] = if ty == GgmlType::Q6_K { &[208] } else { &[0, 2] };
+        for block in bytes.chunks_exact_mut(ty.block_bytes()) {
+            for &at in scale_offsets {
+                // Exponent field 0: a subnormal, m·2⁻²⁴ with m in 1..1023.
+                let bits = 1 + ((rng.next().to_bits() >> 9) & 0x3fe) as u16;
+                block[at..at + 2].copy_from_slice(&bits.to_le_bytes());
+            }
+        }
+        let row_bytes = bytes.len() / rows;
+        let x = rng.vec(cols);
+        let want: Vec<f32> = bytes
+            .chunks_exact(row_bytes)
+            .map(|row| qwen35::quant::dot_row(ty, row, &x).unwrap())
+            .collect();
+        for (device, variant) in [(gpu, "integer"), (f32_activations_gpu(), "f32 activations")] {
+            let weight = device.upload_weight("q", ty, rows, cols, &bytes).unwrap();
+            let got = device.matmul(&device.upload(1, cols, &x).unwrap(), &weight).unwrap();
+            assert_close(
+                &format!("matmul {ty:?} with subnormal scales, {variant}"),
+                &read_all(device, &got),
+                &want,
+            );
+        }
+    }
+}
+
 /// The residual-add, SwiGLU-input and RMS-normed-input GEMVs, with and without subgroups, on
 /// formats with a fast GEMV (fused) and without (composed): acc + (silu(gate) ⊙ up) · Wᵀ,
 /// acc + x · Wᵀ and rms_norm(x) · Wᵀ; 1792 columns take several workgroups of the norm and

@@ -27,7 +27,8 @@ fn every_kernel_validates() {
                 continue;
             }
         };
-        let mut capabilities = naga::valid::Capabilities::empty();
+        // unpack2x16float, which every WebGPU-compliant adapter offers.
+        let mut capabilities = naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
         if kernel.subgroups {
             capabilities |= naga::valid::Capabilities::SUBGROUP;
         }

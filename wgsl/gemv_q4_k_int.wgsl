@@ -36,8 +36,8 @@ fn span_dot(
         let v = (*row_bytes_at)[r] / 16u + block * 9u;
         let head = weight(v);
         let q = weight(v + 1u + 2u * c + h);
-        let dot_lo = runs.x * f32(nibble_dot(q & vec4<u32>(0x0f0f0f0fu), hi_a, lo_a));
-        let dot_hi = runs.z * f32(nibble_dot((q >> vec4<u32>(4u)) & vec4<u32>(0x0f0f0f0fu), hi_b, lo_b));
+        let dot_lo = runs.x * signed_to_f32(nibble_dot(q & vec4<u32>(0x0f0f0f0fu), hi_a, lo_a));
+        let dot_hi = runs.z * signed_to_f32(nibble_dot((q >> vec4<u32>(4u)) & vec4<u32>(0x0f0f0f0fu), hi_b, lo_b));
         let f = q4_k_span_factors(head, c);
         (*acc)[r] += f.x * dot_lo + f.y * dot_hi - f.z * sum_lo - f.w * sum_hi;
     }

@@ -66,7 +66,7 @@ fn span_dot(
         let d3 = quant_dot(
             centred_six_bits(second0 >> 4u, high0 >> 6u), centred_six_bits(second1 >> 4u, high1 >> 6u),
             hi[3], lo[3]);
-        let dots = vec4<f32>(f32(d0), f32(d1), f32(d2), f32(d3));
+        let dots = vec4<f32>(signed_to_f32(d0), signed_to_f32(d1), signed_to_f32(d2), signed_to_f32(d3));
         (*acc)[r] += span.d * dot(span.scales * steps, dots);
     }
 }

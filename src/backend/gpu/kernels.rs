@@ -46,6 +46,7 @@ pub const DEFAULT_WG: usize = 64;
 
 const KQUANT_SCALES: WgslFile = wgsl!("kquant_scales");
 const QUANTIZE_QUAD: WgslFile = wgsl!("quantize_quad");
+const SMALL_INTS: WgslFile = wgsl!("small_ints");
 const Q4_K_SPAN_FACTORS: WgslFile = wgsl!("q4_k_span_factors");
 const Q6_K_SPAN: WgslFile = wgsl!("q6_k_span");
 const GEMV_ROWS_DOT: WgslFile = wgsl!("gemv_rows_dot");
@@ -145,8 +146,8 @@ impl WeightFormat {
     fn gemv_spans(self) -> Vec<WgslFile> {
         match self {
             WeightFormat::Q8_0 => vec![HALF, WORDS, wgsl!("gemv_q8_0")],
-            WeightFormat::Q4_K => vec![HALF, Q4_K_SPAN_FACTORS, wgsl!("gemv_q4_k")],
-            WeightFormat::Q6_K => vec![HALF, WORDS, Q6_K_SPAN, wgsl!("gemv_q6_k")],
+            WeightFormat::Q4_K => vec![SMALL_INTS, Q4_K_SPAN_FACTORS, wgsl!("gemv_q4_k")],
+            WeightFormat::Q6_K => vec![HALF, WORDS, SMALL_INTS, Q6_K_SPAN, wgsl!("gemv_q6_k")],
             _ => Vec::new(),
         }
     }
@@ -166,8 +167,8 @@ impl WeightFormat {
     /// The span reader against quantized activations and the preludes it needs, in order.
     fn integer_gemv_spans(self) -> Vec<WgslFile> {
         match self {
-            WeightFormat::Q4_K => vec![HALF, Q4_K_SPAN_FACTORS, wgsl!("gemv_q4_k_int")],
-            WeightFormat::Q6_K => vec![HALF, WORDS, Q6_K_SPAN, wgsl!("gemv_q6_k_int")],
+            WeightFormat::Q4_K => vec![SMALL_INTS, Q4_K_SPAN_FACTORS, wgsl!("gemv_q4_k_int")],
+            WeightFormat::Q6_K => vec![HALF, WORDS, SMALL_INTS, Q6_K_SPAN, wgsl!("gemv_q6_k_int")],
             _ => Vec::new(),
         }
     }
