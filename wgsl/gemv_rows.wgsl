@@ -1,5 +1,7 @@
-// y[t, out_offset + r] = Σ_c W[r, c]·x[t, c], ROWS weight rows per workgroup and token
-// (gemv_rows_dot.wgsl). With `accumulate` the sums are added to y (a residual add fused into the
+// y[t, out_offset + r] = Σ_c W[r, c]·x[t, c]: a workgroup takes `parts` groups of ROWS weight
+// rows of one token, each group by one part of its invocations (gemv_rows_dot.wgsl). Several
+// parts to a workgroup keep more of them resident on a GPU that caps its workgroups per
+// multiprocessor. With `accumulate` the sums are added to y (a residual add fused into the
 // projection).
 
 struct Params {
@@ -11,6 +13,7 @@ struct Params {
     out_offset: u32,
     tasks: u32,
     accumulate: u32,
+    parts: u32,
 }
 
 @group(0) @binding(0) var<storage, read> p: Params;
@@ -23,15 +26,23 @@ fn main(
     lane: Lane,
 ) {
     let id = workgroup_index(wid, nwg);
-    let groups = (p.rows + ROWS - 1u) / ROWS;
-    let first = (id % groups) * ROWS;
+    let group_rows = ROWS * p.parts;
+    let groups = (p.rows + group_rows - 1u) / group_rows;
     let t = id / groups;
     if (t >= p.tokens) {
         return;
     }
-    let totals = rows_dot(first, p.rows, p.row_bytes, input_row(t, p.cols), p.tasks, lane);
-    if (lane.lid < ROWS && first + lane.lid < p.rows) {
-        let i = t * p.out_cols + p.out_offset + first + lane.lid;
-        y[i] = totals[lane.lid] + select(0.0, y[i], p.accumulate != 0u);
+    // With subgroups larger than the smallest the host planned for, fewer parts run at once
+    // and the rest take further rounds.
+    let at_once = parts_at_once(lane);
+    for (var round = 0u; round * at_once < p.parts; round++) {
+        let part = round * at_once + part_of(lane);
+        let first = (id % groups) * group_rows + part * ROWS;
+        let totals = rows_dot(first, p.rows, p.row_bytes, input_row(t, p.cols), p.tasks, lane);
+        let r = part_lane(lane);
+        if (r < ROWS && part < p.parts && first + r < p.rows) {
+            let i = t * p.out_cols + p.out_offset + first + r;
+            y[i] = totals[r] + select(0.0, y[i], p.accumulate != 0u);
+        }
     }
 }

@@ -11,6 +11,8 @@ struct Params {
     tasks: u32,
     count: u32,
     rows: vec4<u32>,
+    // Parts per workgroup, as in gemv_rows.wgsl.
+    parts: u32,
 }
 
 @group(0) @binding(0) var<storage, read> p: Params;
@@ -67,10 +69,11 @@ fn main(
     lane: Lane,
 ) {
     // The weights' row groups follow each other in the grid.
+    let group_rows = ROWS * p.parts;
     var group = workgroup_index(wid, nwg);
     var m = 0u;
     loop {
-        let groups = (p.rows[m] + ROWS - 1u) / ROWS;
+        let groups = (p.rows[m] + group_rows - 1u) / group_rows;
         if (group < groups || m + 1u >= p.count) {
             break;
         }
@@ -79,12 +82,17 @@ fn main(
     }
     matrix = m;
     let rows = p.rows[m];
-    let first = group * ROWS;
-    if (first >= rows) {
+    if (group * group_rows >= rows) {
         return;
     }
-    let totals = rows_dot(first, rows, p.row_bytes, input_row(0u, p.cols), p.tasks, lane);
-    if (lane.lid < ROWS && first + lane.lid < rows) {
-        store(first + lane.lid, totals[lane.lid]);
+    let at_once = parts_at_once(lane);
+    for (var round = 0u; round * at_once < p.parts; round++) {
+        let part = round * at_once + part_of(lane);
+        let first = group * group_rows + part * ROWS;
+        let totals = rows_dot(first, rows, p.row_bytes, input_row(0u, p.cols), p.tasks, lane);
+        let r = part_lane(lane);
+        if (r < ROWS && part < p.parts && first + r < rows) {
+            store(first + r, totals[r]);
+        }
     }
 }

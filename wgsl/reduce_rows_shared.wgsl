@@ -1,5 +1,7 @@
-// Per-row sums over the workgroup through workgroup memory (no subgroup support needed).
+// The parts of a GEMV workgroup are runs of PART invocations, each summing its rows through
+// workgroup memory (no subgroup operations needed).
 const ROWS: u32 = 2u;
+const PART: u32 = 32u;
 
 struct Lane {
     @builtin(local_invocation_index) lid: u32,
@@ -7,14 +9,32 @@ struct Lane {
 
 var<workgroup> partials: array<f32, ROWS * WG>;
 
-// Every invocation calls this together; the totals are valid in every invocation.
+// This invocation's place in its part, the part's invocations, the part, and how many parts
+// run at once in the workgroup.
+fn part_lane(lane: Lane) -> u32 {
+    return lane.lid % PART;
+}
+
+fn part_width(lane: Lane) -> u32 {
+    return PART;
+}
+
+fn part_of(lane: Lane) -> u32 {
+    return lane.lid / PART;
+}
+
+fn parts_at_once(lane: Lane) -> u32 {
+    return WG / PART;
+}
+
+// Every invocation of the workgroup calls this together; the totals are valid in all of them.
 fn row_totals(acc: array<f32, ROWS>, lane: Lane) -> array<f32, ROWS> {
     for (var r = 0u; r < ROWS; r++) {
         partials[r * WG + lane.lid] = acc[r];
     }
     workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
-        if (lane.lid < stride) {
+    for (var stride = PART / 2u; stride > 0u; stride >>= 1u) {
+        if (lane.lid % PART < stride) {
             for (var r = 0u; r < ROWS; r++) {
                 partials[r * WG + lane.lid] += partials[r * WG + lane.lid + stride];
             }
@@ -22,8 +42,11 @@ fn row_totals(acc: array<f32, ROWS>, lane: Lane) -> array<f32, ROWS> {
         workgroupBarrier();
     }
     var totals: array<f32, ROWS>;
+    let first = lane.lid - lane.lid % PART;
     for (var r = 0u; r < ROWS; r++) {
-        totals[r] = partials[r * WG];
+        totals[r] = partials[r * WG + first];
     }
+    // A later call may overwrite `partials` only after every part has read its totals.
+    workgroupBarrier();
     return totals;
 }

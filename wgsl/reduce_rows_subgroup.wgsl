@@ -1,30 +1,37 @@
-// Per-row sums over the workgroup: subgroupAdd within each subgroup (of whatever size the device
-// has), then the subgroups' sums through workgroup memory.
+// The parts of a GEMV workgroup are its subgroups (of whatever size the device has): each takes
+// rows of its own, so a row's sum is one subgroupAdd and no barrier is needed.
 const ROWS: u32 = 2u;
 
 struct Lane {
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(subgroup_invocation_id) sg_lane: u32,
-    @builtin(subgroup_id) sg_id: u32,
-    @builtin(num_subgroups) sg_count: u32,
+    @builtin(subgroup_invocation_id) index: u32,
+    @builtin(subgroup_size) width: u32,
+    @builtin(subgroup_id) part: u32,
+    @builtin(num_subgroups) parts: u32,
 }
 
-var<workgroup> partials: array<f32, ROWS * WG>;
+// This invocation's place in its part, the part's invocations, the part, and how many parts
+// run at once in the workgroup.
+fn part_lane(lane: Lane) -> u32 {
+    return lane.index;
+}
 
-// Every invocation calls this together; the totals are valid in invocations lid < ROWS.
+fn part_width(lane: Lane) -> u32 {
+    return lane.width;
+}
+
+fn part_of(lane: Lane) -> u32 {
+    return lane.part;
+}
+
+fn parts_at_once(lane: Lane) -> u32 {
+    return lane.parts;
+}
+
+// Every invocation of the part calls this together; the totals are valid in all of them.
 fn row_totals(acc: array<f32, ROWS>, lane: Lane) -> array<f32, ROWS> {
-    for (var r = 0u; r < ROWS; r++) {
-        let s = subgroupAdd(acc[r]);
-        if (lane.sg_lane == 0u) {
-            partials[r * WG + lane.sg_id] = s;
-        }
-    }
-    workgroupBarrier();
     var totals: array<f32, ROWS>;
-    if (lane.lid < ROWS) {
-        for (var k = 0u; k < lane.sg_count; k++) {
-            totals[lane.lid] += partials[lane.lid * WG + k];
-        }
+    for (var r = 0u; r < ROWS; r++) {
+        totals[r] = subgroupAdd(acc[r]);
     }
     return totals;
 }

@@ -37,10 +37,17 @@ const HALF: WgslFile = wgsl!("half");
 const BYTES: WgslFile = wgsl!("bytes");
 const WORDS: WgslFile = wgsl!("words");
 
-/// Weight rows per workgroup of the fast GEMV kernels (WGSL `ROWS` of reduce_rows_*.wgsl).
-/// With 32 invocations per workgroup this was the fastest Q4_K and Q6_K GEMV of a sweep over
-/// 32–256 invocations and 1–8 rows on the H200 (benches/results).
+/// Weight rows per part of the fast GEMV kernels (WGSL `ROWS` of reduce_rows_*.wgsl). With
+/// parts of 32 invocations this was the fastest Q4_K and Q6_K GEMV of a sweep over 32–256
+/// invocations and 1–8 rows on the H200 (benches/results).
 pub const GEMV_ROWS: usize = 2;
+/// Invocations per workgroup of the fast GEMV kernels. A workgroup holds several parts (its
+/// subgroups, or runs of 32 invocations without subgroups), each with rows of its own: four
+/// parts of 32 decoded faster on the H200 than workgroups of one part (run 20), which cap the
+/// resident warps at half of what the GPU holds, as it keeps at most 32 workgroups on an SM.
+pub const GEMV_WG: usize = 128;
+/// Invocations per part of the fast GEMV kernels without subgroups (reduce_rows_shared.wgsl).
+pub const GEMV_SHARED_PART: usize = 32;
 /// Invocations per workgroup of the kernels that do not set their own (WGSL `WG`).
 pub const DEFAULT_WG: usize = 64;
 
@@ -429,11 +436,11 @@ impl Kernel {
     /// Invocations per workgroup (WGSL `WG`, defined ahead of the files).
     pub fn workgroup_size(self) -> usize {
         match self {
-            // Many small workgroups keep more weight loads in flight across the GPU.
-            Kernel::Gemv(_)
-            | Kernel::GemvSwiglu(_)
-            | Kernel::GemvQuantized(_)
-            | Kernel::GemvSeveral(_) => 32,
+            Kernel::Gemv(format) if format.gemv_span().is_some() => GEMV_WG,
+            Kernel::GemvSwiglu(_) | Kernel::GemvQuantized(_) | Kernel::GemvSeveral(_) => GEMV_WG,
+            // One row per workgroup (gemv.wgsl): many small workgroups keep more weight loads in
+            // flight across the GPU.
+            Kernel::Gemv(_) => 32,
             // One workgroup per row: wide, so that a 5120-wide row takes few rounds of loads.
             Kernel::RmsNorm => 256,
             // A 5120-wide row in ten chunks of 512 values (rms_norm_quantized.wgsl).
