@@ -807,7 +807,11 @@ fn quantized_matmul_takes_subnormal_scales() {
     let (rows, cols) = (9, 768);
     for ty in [GgmlType::Q4_K, GgmlType::Q6_K] {
         let mut bytes = random_blocks(&mut rng, ty, rows * cols);
-        let scale_offsets: &[usize] = if ty == GgmlType::Q6_K { &[208] } else { &[0, 2] };
+        let scale_offsets: &[usize] = if ty == GgmlType::Q6_K {
+            &[208]
+        } else {
+            &[0, 2]
+        };
         for block in bytes.chunks_exact_mut(ty.block_bytes()) {
             for &at in scale_offsets {
                 // Exponent field 0: a subnormal, m·2⁻²⁴ with m in 1..1023.
@@ -823,7 +827,9 @@ fn quantized_matmul_takes_subnormal_scales() {
             .collect();
         for (device, variant) in [(gpu, "integer"), (f32_activations_gpu(), "f32 activations")] {
             let weight = device.upload_weight("q", ty, rows, cols, &bytes).unwrap();
-            let got = device.matmul(&device.upload(1, cols, &x).unwrap(), &weight).unwrap();
+            let got = device
+                .matmul(&device.upload(1, cols, &x).unwrap(), &weight)
+                .unwrap();
             assert_close(
                 &format!("matmul {ty:?} with subnormal scales, {variant}"),
                 &read_all(device, &got),

@@ -1,4 +1,4 @@
-// y[t, out_offset + r] = Σ_c W[r, c]·x[t, c]: a workgroup takes `parts` groups of ROWS weight
+// y[t, out_offset + r] = Σ_c W[r, c]·x[t, c]: a workgroup takes WG / PART groups of ROWS weight
 // rows of one token, each group by one part of its invocations (gemv_rows_dot.wgsl). Several
 // parts to a workgroup keep more of them resident on a GPU that caps its workgroups per
 // multiprocessor. With `accumulate` the sums are added to y (a residual add fused into the
@@ -13,7 +13,6 @@ struct Params {
     out_offset: u32,
     tasks: u32,
     accumulate: u32,
-    parts: u32,
 }
 
 @group(0) @binding(0) var<storage, read> p: Params;
@@ -26,23 +25,17 @@ fn main(
     lane: Lane,
 ) {
     let id = workgroup_index(wid, nwg);
-    let group_rows = ROWS * p.parts;
+    let group_rows = ROWS * (WG / PART);
     let groups = (p.rows + group_rows - 1u) / group_rows;
     let t = id / groups;
     if (t >= p.tokens) {
         return;
     }
-    // With subgroups larger than the smallest the host planned for, fewer parts run at once
-    // and the rest take further rounds.
-    let at_once = parts_at_once(lane);
-    for (var round = 0u; round * at_once < p.parts; round++) {
-        let part = round * at_once + part_of(lane);
-        let first = (id % groups) * group_rows + part * ROWS;
-        let totals = rows_dot(first, p.rows, p.row_bytes, input_row(t, p.cols), p.tasks, lane);
-        let r = part_lane(lane);
-        if (r < ROWS && part < p.parts && first + r < p.rows) {
-            let i = t * p.out_cols + p.out_offset + first + r;
-            y[i] = totals[r] + select(0.0, y[i], p.accumulate != 0u);
-        }
+    let first = (id % groups) * group_rows + part_of(lane) * ROWS;
+    let totals = rows_dot(first, p.rows, p.row_bytes, input_row(t, p.cols), p.tasks, lane);
+    let r = part_lane(lane);
+    if (r < ROWS && first + r < p.rows) {
+        let i = t * p.out_cols + p.out_offset + first + r;
+        y[i] = totals[r] + select(0.0, y[i], p.accumulate != 0u);
     }
 }

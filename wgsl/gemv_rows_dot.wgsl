@@ -1,6 +1,6 @@
 // The dot products of ROWS weight rows with one input row, for the GEMV entry points, taken by
 // one part of the workgroup (the reduction prelude says which invocations form a part). A row
-// is cut into `tasks` equal spans of columns; invocation i of a part of n takes spans i, i+n, …
+// is cut into `tasks` equal spans of columns; invocation i of a part takes spans i, i+PART, …
 // and, for each, loads its x values once and dots them with that span of all ROWS rows (so x
 // is read from cache once per ROWS rows). The weight format's file supplies `span_dot` and the
 // span length; the reduction prelude supplies `Lane`, the part accessors and `row_totals`; the
@@ -27,16 +27,15 @@ fn rows_dot(
     // Two spans per round into separate sums, so that both spans' loads are in flight (Q4_K
     // 1.30 → 1.50 TB/s on the H200).
     var task = part_lane(lane);
-    let width = part_width(lane);
     var acc_b: array<f32, ROWS>;
-    for (; task + width < tasks; task += 2u * width) {
+    for (; task + PART < tasks; task += 2u * PART) {
         span_dot(task, x_row, &row_bytes_at, &acc);
-        span_dot(task + width, x_row, &row_bytes_at, &acc_b);
+        span_dot(task + PART, x_row, &row_bytes_at, &acc_b);
     }
     for (var r = 0u; r < ROWS; r++) {
         acc[r] += acc_b[r];
     }
-    for (; task < tasks; task += width) {
+    for (; task < tasks; task += PART) {
         span_dot(task, x_row, &row_bytes_at, &acc);
     }
     return row_totals(acc, lane);

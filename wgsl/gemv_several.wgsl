@@ -11,8 +11,6 @@ struct Params {
     tasks: u32,
     count: u32,
     rows: vec4<u32>,
-    // Parts per workgroup, as in gemv_rows.wgsl.
-    parts: u32,
 }
 
 @group(0) @binding(0) var<storage, read> p: Params;
@@ -69,7 +67,7 @@ fn main(
     lane: Lane,
 ) {
     // The weights' row groups follow each other in the grid.
-    let group_rows = ROWS * p.parts;
+    let group_rows = ROWS * (WG / PART);
     var group = workgroup_index(wid, nwg);
     var m = 0u;
     loop {
@@ -85,14 +83,10 @@ fn main(
     if (group * group_rows >= rows) {
         return;
     }
-    let at_once = parts_at_once(lane);
-    for (var round = 0u; round * at_once < p.parts; round++) {
-        let part = round * at_once + part_of(lane);
-        let first = group * group_rows + part * ROWS;
-        let totals = rows_dot(first, rows, p.row_bytes, input_row(0u, p.cols), p.tasks, lane);
-        let r = part_lane(lane);
-        if (r < ROWS && part < p.parts && first + r < rows) {
-            store(first + r, totals[r]);
-        }
+    let first = group * group_rows + part_of(lane) * ROWS;
+    let totals = rows_dot(first, rows, p.row_bytes, input_row(0u, p.cols), p.tasks, lane);
+    let r = part_lane(lane);
+    if (r < ROWS && first + r < rows) {
+        store(first + r, totals[r]);
     }
 }

@@ -9,22 +9,13 @@ struct Lane {
 
 var<workgroup> partials: array<f32, ROWS * WG>;
 
-// This invocation's place in its part, the part's invocations, the part, and how many parts
-// run at once in the workgroup.
+// This invocation's place in its part, and its part.
 fn part_lane(lane: Lane) -> u32 {
     return lane.lid % PART;
 }
 
-fn part_width(lane: Lane) -> u32 {
-    return PART;
-}
-
 fn part_of(lane: Lane) -> u32 {
     return lane.lid / PART;
-}
-
-fn parts_at_once(lane: Lane) -> u32 {
-    return WG / PART;
 }
 
 // Every invocation of the workgroup calls this together; the totals are valid in all of them.
@@ -46,7 +37,5 @@ fn row_totals(acc: array<f32, ROWS>, lane: Lane) -> array<f32, ROWS> {
     for (var r = 0u; r < ROWS; r++) {
         totals[r] = partials[r * WG + first];
     }
-    // A later call may overwrite `partials` only after every part has read its totals.
-    workgroupBarrier();
     return totals;
 }

@@ -1,30 +1,21 @@
-// The parts of a GEMV workgroup are its subgroups (of whatever size the device has): each takes
-// rows of its own, so a row's sum is one subgroupAdd and no barrier is needed.
+// The parts of a GEMV workgroup are its subgroups, of exactly PART invocations (the host picks
+// this file only for such devices): each part takes rows of its own, so a row's sum is one
+// subgroupAdd and no barrier is needed.
 const ROWS: u32 = 2u;
+const PART: u32 = 32u;
 
 struct Lane {
     @builtin(subgroup_invocation_id) index: u32,
-    @builtin(subgroup_size) width: u32,
     @builtin(subgroup_id) part: u32,
-    @builtin(num_subgroups) parts: u32,
 }
 
-// This invocation's place in its part, the part's invocations, the part, and how many parts
-// run at once in the workgroup.
+// This invocation's place in its part, and its part.
 fn part_lane(lane: Lane) -> u32 {
     return lane.index;
 }
 
-fn part_width(lane: Lane) -> u32 {
-    return lane.width;
-}
-
 fn part_of(lane: Lane) -> u32 {
     return lane.part;
-}
-
-fn parts_at_once(lane: Lane) -> u32 {
-    return lane.parts;
 }
 
 // Every invocation of the part calls this together; the totals are valid in all of them.

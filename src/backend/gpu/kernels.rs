@@ -41,13 +41,16 @@ const WORDS: WgslFile = wgsl!("words");
 /// parts of 32 invocations this was the fastest Q4_K and Q6_K GEMV of a sweep over 32–256
 /// invocations and 1–8 rows on the H200 (benches/results).
 pub const GEMV_ROWS: usize = 2;
-/// Invocations per workgroup of the fast GEMV kernels. A workgroup holds several parts (its
-/// subgroups, or runs of 32 invocations without subgroups), each with rows of its own: four
-/// parts of 32 decoded faster on the H200 than workgroups of one part (run 20), which cap the
-/// resident warps at half of what the GPU holds, as it keeps at most 32 workgroups on an SM.
+/// Invocations per workgroup of the fast GEMV kernels. A workgroup holds parts of
+/// [`GEMV_PART`] invocations (its subgroups where they are exactly that size, else runs of
+/// invocations summing through workgroup memory), each with rows of its own: four parts
+/// decoded faster on the H200 than workgroups of one part (runs 19–20), which cap the resident
+/// warps at half of what it holds, as it keeps at most 32 workgroups on an SM.
 pub const GEMV_WG: usize = 128;
-/// Invocations per part of the fast GEMV kernels without subgroups (reduce_rows_shared.wgsl).
-pub const GEMV_SHARED_PART: usize = 32;
+/// Invocations per part of a fast GEMV workgroup (WGSL `PART` of reduce_rows_*.wgsl).
+pub const GEMV_PART: usize = 32;
+/// Weight rows per workgroup of the fast GEMV kernels.
+pub const GEMV_WORKGROUP_ROWS: usize = GEMV_ROWS * GEMV_WG / GEMV_PART;
 /// Invocations per workgroup of the kernels that do not set their own (WGSL `WG`).
 pub const DEFAULT_WG: usize = 64;
 
@@ -433,11 +436,19 @@ impl Kernel {
         files
     }
 
+    /// Whether this is a fast GEMV, whose workgroups hold parts of [`GEMV_PART`] invocations.
+    pub fn has_gemv_parts(self) -> bool {
+        match self {
+            Kernel::Gemv(format) => format.gemv_span().is_some(),
+            Kernel::GemvSwiglu(_) | Kernel::GemvQuantized(_) | Kernel::GemvSeveral(_) => true,
+            _ => false,
+        }
+    }
+
     /// Invocations per workgroup (WGSL `WG`, defined ahead of the files).
     pub fn workgroup_size(self) -> usize {
         match self {
-            Kernel::Gemv(format) if format.gemv_span().is_some() => GEMV_WG,
-            Kernel::GemvSwiglu(_) | Kernel::GemvQuantized(_) | Kernel::GemvSeveral(_) => GEMV_WG,
+            _ if self.has_gemv_parts() => GEMV_WG,
             // One row per workgroup (gemv.wgsl): many small workgroups keep more weight loads in
             // flight across the GPU.
             Kernel::Gemv(_) => 32,
@@ -542,14 +553,24 @@ fn shader_checks() -> wgpu::ShaderRuntimeChecks {
 /// The compute pipelines of every kernel.
 pub struct Pipelines {
     by_kernel: HashMap<Kernel, wgpu::ComputePipeline>,
+    /// Whether the fast GEMVs sum over subgroups: only where every subgroup has exactly
+    /// [`GEMV_PART`] invocations.
+    gemv_subgroups: bool,
 }
 
 impl Pipelines {
     /// Every kernel's pipeline except those on cooperative matrices (see
     /// [`Pipelines::add_cooperative`]).
-    pub fn build(device: &wgpu::Device) -> Result<Pipelines, GpuError> {
+    pub fn build(
+        device: &wgpu::Device,
+        adapter: &wgpu::AdapterInfo,
+    ) -> Result<Pipelines, GpuError> {
+        let part = GEMV_PART as u32;
         let mut pipelines = Pipelines {
             by_kernel: HashMap::new(),
+            gemv_subgroups: device.features().contains(wgpu::Features::SUBGROUP)
+                && adapter.subgroup_min_size == part
+                && adapter.subgroup_max_size == part,
         };
         for kernel in Kernel::all() {
             if !kernel.needs_cooperative_matrix() {
@@ -571,7 +592,11 @@ impl Pipelines {
     }
 
     pub(super) fn add(&mut self, device: &wgpu::Device, kernel: Kernel) -> Result<(), GpuError> {
-        let subgroups = device.features().contains(wgpu::Features::SUBGROUP);
+        let subgroups = if kernel.has_gemv_parts() {
+            self.gemv_subgroups
+        } else {
+            device.features().contains(wgpu::Features::SUBGROUP)
+        };
         let name = kernel.name();
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let descriptor = wgpu::ShaderModuleDescriptor {

@@ -58,9 +58,6 @@ pub struct Wgpu {
     integer_gemv: bool,
     /// The quantized input of the last integer GEMV, reused by the next of the same input.
     last_quantized: Mutex<Option<ops::LastQuantized>>,
-    /// Parts per workgroup of the fast GEMV kernels (gemv_rows.wgsl), each with rows of its own:
-    /// its subgroups at the adapter's smallest subgroup size, or runs of 32 invocations.
-    gemv_parts: usize,
 }
 
 /// `QWEN35_INTEGER_GEMV=0` keeps every decode GEMV on f32 activations.
@@ -186,12 +183,7 @@ impl Wgpu {
                 *first = Some(lost.trim_end().to_string());
             }
         });
-        let gemv_parts = if device.features().contains(wgpu::Features::SUBGROUP) {
-            kernels::GEMV_WG / (info.subgroup_min_size as usize).clamp(1, kernels::GEMV_WG)
-        } else {
-            kernels::GEMV_WG / kernels::GEMV_SHARED_PART
-        };
-        let mut pipelines = Pipelines::build(&device)?;
+        let mut pipelines = Pipelines::build(&device, &info)?;
         let cooperative = cooperative && cooperative::add_pipelines(&mut pipelines, &device);
         let limits = device.limits();
         let binding_limit = limits
@@ -199,7 +191,7 @@ impl Wgpu {
             .min(limits.max_buffer_size);
         log::info!(
             "wgpu: {} ({:?}, {:?}), storage bindings up to {binding_limit} bytes, subgroups of \
-             {}..={} invocations, GEMV workgroups of {gemv_parts} parts",
+             {}..={} invocations",
             info.name,
             info.backend,
             info.device_type,
@@ -221,7 +213,6 @@ impl Wgpu {
             last_normed: Mutex::new(None),
             integer_gemv: std::env::var(INTEGER_GEMV_VAR).as_deref() != Ok("0"),
             last_quantized: Mutex::new(None),
-            gemv_parts,
         };
         if cooperative {
             gpu.cooperative_matrix = gpu.cooperative_gemm_agrees();

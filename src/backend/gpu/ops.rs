@@ -2,7 +2,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use super::kernels::{Kernel, WeightFormat, DEFAULT_WG, GEMV_ROWS};
+use super::kernels::{Kernel, WeightFormat, DEFAULT_WG, GEMV_WORKGROUP_ROWS};
 use super::recorder::Binding;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::checks;
@@ -446,8 +446,10 @@ impl Wgpu {
         // Slots past the weights repeat the first weight and output; the kernel leaves them.
         let weight_at = |m: usize| &ws.get(m).unwrap_or(&first).parts[0].buffer;
         let output_at = |m: usize| &ys.get(m).unwrap_or(&ys[0]).buffer;
-        let group_rows = GEMV_ROWS * self.gemv_parts;
-        let workgroups: usize = ws.iter().map(|w| w.rows.div_ceil(group_rows)).sum();
+        let workgroups: usize = ws
+            .iter()
+            .map(|w| w.rows.div_ceil(GEMV_WORKGROUP_ROWS))
+            .sum();
         let weight_bytes: u64 = ws.iter().map(|w| (w.rows * w.row_bytes) as u64).sum();
         let key = (x.buffer.clone(), None, x.dims());
         self.reuse(
@@ -467,10 +469,6 @@ impl Wgpu {
                         rows[1],
                         rows[2],
                         rows[3],
-                        self.gemv_parts as u32,
-                        0,
-                        0,
-                        0,
                     ],
                     &[
                         weight_at(0),
@@ -534,15 +532,20 @@ impl Wgpu {
         let integer = self.integer_gemv
             && w.format.has_integer_gemv()
             && x.cols.is_multiple_of(QUANTIZED_PAIR);
-        // The fast kernels take GEMV_ROWS rows per part of a workgroup in spans; the others one
+        // The fast kernels take GEMV_WORKGROUP_ROWS rows per workgroup in spans; the others one
         // row per workgroup in decoder units.
-        let group_rows = GEMV_ROWS * self.gemv_parts;
         let (kernel, rows_per_workgroup, units) = match (w.format.gemv_span(), up) {
-            (Some(span), _) if integer => {
-                (Kernel::GemvQuantized(w.format), group_rows, w.cols / span)
-            }
-            (Some(span), Some(_)) => (Kernel::GemvSwiglu(w.format), group_rows, w.cols / span),
-            (Some(span), None) => (Kernel::Gemv(w.format), group_rows, w.cols / span),
+            (Some(span), _) if integer => (
+                Kernel::GemvQuantized(w.format),
+                GEMV_WORKGROUP_ROWS,
+                w.cols / span,
+            ),
+            (Some(span), Some(_)) => (
+                Kernel::GemvSwiglu(w.format),
+                GEMV_WORKGROUP_ROWS,
+                w.cols / span,
+            ),
+            (Some(span), None) => (Kernel::Gemv(w.format), GEMV_WORKGROUP_ROWS, w.cols / span),
             (None, _) => (Kernel::Gemv(w.format), 1, w.cols / w.format.unit_elems()),
         };
         let record_parts = |input: &GpuTensor, extra: Option<&GpuTensor>| {
@@ -562,7 +565,6 @@ impl Wgpu {
                         part.first_row as u32,
                         units as u32,
                         accumulate as u32,
-                        self.gemv_parts as u32,
                     ],
                     &buffers,
                     part.rows.div_ceil(rows_per_workgroup) * x.rows,
