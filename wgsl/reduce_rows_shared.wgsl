@@ -1,7 +1,6 @@
 // The parts of a GEMV workgroup are runs of PART invocations, each summing its rows through
 // workgroup memory (no subgroup operations needed).
 const ROWS: u32 = 2u;
-const PART: u32 = 32u;
 
 struct Lane {
     @builtin(local_invocation_index) lid: u32,

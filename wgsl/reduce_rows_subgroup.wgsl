@@ -1,8 +1,7 @@
-// The parts of a GEMV workgroup are its subgroups, of exactly PART invocations (the host picks
-// this file only for such devices): each part takes rows of its own, so a row's sum is one
-// subgroupAdd and no barrier is needed.
+// The parts of a GEMV workgroup are its subgroups (the host picks this file only where they
+// have one fixed size, and makes it PART): each part takes rows of its own, so a row's sum is
+// one subgroupAdd and no barrier is needed.
 const ROWS: u32 = 2u;
-const PART: u32 = 32u;
 
 struct Lane {
     @builtin(subgroup_invocation_id) index: u32,

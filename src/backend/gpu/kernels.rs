@@ -41,16 +41,17 @@ const WORDS: WgslFile = wgsl!("words");
 /// parts of 32 invocations this was the fastest Q4_K and Q6_K GEMV of a sweep over 32–256
 /// invocations and 1–8 rows on the H200 (benches/results).
 pub const GEMV_ROWS: usize = 2;
-/// Invocations per workgroup of the fast GEMV kernels. A workgroup holds parts of
-/// [`GEMV_PART`] invocations (its subgroups where they are exactly that size, else runs of
-/// invocations summing through workgroup memory), each with rows of its own: four parts
-/// decoded faster on the H200 than workgroups of one part (runs 19–20), which cap the resident
-/// warps at half of what it holds, as it keeps at most 32 workgroups on an SM.
-pub const GEMV_WG: usize = 128;
-/// Invocations per part of a fast GEMV workgroup (WGSL `PART` of reduce_rows_*.wgsl).
-pub const GEMV_PART: usize = 32;
+/// Parts per workgroup of the fast GEMV kernels, each with rows of its own: a part is a
+/// subgroup where the device's subgroups have one fixed size, else a run of
+/// [`GEMV_SHARED_PART`] invocations summing through workgroup memory (WGSL `PART`, defined
+/// ahead of the files). Four parts of 32 decoded faster on the H200 than workgroups of one
+/// (runs 19–22): one-part workgroups cap the resident warps at half of what it holds, as it keeps
+/// at most 32 workgroups on an SM.
+pub const GEMV_PARTS: usize = 4;
+/// Invocations per part of the fast GEMVs without subgroups of a fixed size.
+pub const GEMV_SHARED_PART: usize = 32;
 /// Weight rows per workgroup of the fast GEMV kernels.
-pub const GEMV_WORKGROUP_ROWS: usize = GEMV_ROWS * GEMV_WG / GEMV_PART;
+pub const GEMV_WORKGROUP_ROWS: usize = GEMV_ROWS * GEMV_PARTS;
 /// Invocations per workgroup of the kernels that do not set their own (WGSL `WG`).
 pub const DEFAULT_WG: usize = 64;
 
@@ -436,7 +437,7 @@ impl Kernel {
         files
     }
 
-    /// Whether this is a fast GEMV, whose workgroups hold parts of [`GEMV_PART`] invocations.
+    /// Whether this is a fast GEMV, whose workgroups hold [`GEMV_PARTS`] parts.
     pub fn has_gemv_parts(self) -> bool {
         match self {
             Kernel::Gemv(format) => format.gemv_span().is_some(),
@@ -445,10 +446,11 @@ impl Kernel {
         }
     }
 
-    /// Invocations per workgroup (WGSL `WG`, defined ahead of the files).
+    /// Invocations per workgroup (WGSL `WG`, defined ahead of the files). The fast GEMVs' is
+    /// the size without subgroups: [`Kernel::source`] sizes them for the device.
     pub fn workgroup_size(self) -> usize {
         match self {
-            _ if self.has_gemv_parts() => GEMV_WG,
+            _ if self.has_gemv_parts() => GEMV_PARTS * GEMV_SHARED_PART,
             // One row per workgroup (gemv.wgsl): many small workgroups keep more weight loads in
             // flight across the GPU.
             Kernel::Gemv(_) => 32,
@@ -460,7 +462,9 @@ impl Kernel {
         }
     }
 
-    pub fn source(self, subgroups: bool) -> String {
+    /// The kernel's WGSL: with subgroup operations or without, and for the fast GEMVs with
+    /// parts of `gemv_part` invocations.
+    pub fn source(self, subgroups: bool, gemv_part: usize) -> String {
         let mut source = String::new();
         for f in self.files(subgroups) {
             source += &format!("// ---- {} ----\n{}\n", f.name, f.source);
@@ -471,10 +475,15 @@ impl Kernel {
             .take_while(|l| l.starts_with("//") || l.starts_with("enable ") || l.is_empty())
             .map(|l| l.len() + 1)
             .sum::<usize>();
-        source.insert_str(
-            body_start,
-            &format!("const WG: u32 = {}u;\n", self.workgroup_size()),
-        );
+        let constants = if self.has_gemv_parts() {
+            format!(
+                "const WG: u32 = {}u;\nconst PART: u32 = {gemv_part}u;\n",
+                GEMV_PARTS * gemv_part
+            )
+        } else {
+            format!("const WG: u32 = {}u;\n", self.workgroup_size())
+        };
+        source.insert_str(body_start, &constants);
         source
     }
 }
@@ -509,7 +518,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
             sources.push(KernelSource {
                 name: kernel.name(),
                 files: kernel.files(true).iter().map(|f| f.name).collect(),
-                source: kernel.source(true),
+                source: kernel.source(true, GEMV_SHARED_PART),
                 subgroups: true,
                 cooperative_matrix: true,
             });
@@ -521,7 +530,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
             sources.push(KernelSource {
                 name: format!("{}+subgroups", kernel.name()),
                 files: with_subgroups,
-                source: kernel.source(true),
+                source: kernel.source(true, GEMV_SHARED_PART),
                 subgroups: true,
                 cooperative_matrix: false,
             });
@@ -529,7 +538,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
         sources.push(KernelSource {
             name: kernel.name(),
             files: plain,
-            source: kernel.source(false),
+            source: kernel.source(false, GEMV_SHARED_PART),
             subgroups: false,
             cooperative_matrix: false,
         });
@@ -553,9 +562,9 @@ fn shader_checks() -> wgpu::ShaderRuntimeChecks {
 /// The compute pipelines of every kernel.
 pub struct Pipelines {
     by_kernel: HashMap<Kernel, wgpu::ComputePipeline>,
-    /// Whether the fast GEMVs sum over subgroups: only where every subgroup has exactly
-    /// [`GEMV_PART`] invocations.
-    gemv_subgroups: bool,
+    /// The subgroup size of the device where it has one fixed size (and a workgroup of
+    /// [`GEMV_PARTS`] subgroups is allowed): the fast GEMVs' parts are then its subgroups.
+    gemv_subgroup: Option<usize>,
 }
 
 impl Pipelines {
@@ -565,12 +574,14 @@ impl Pipelines {
         device: &wgpu::Device,
         adapter: &wgpu::AdapterInfo,
     ) -> Result<Pipelines, GpuError> {
-        let part = GEMV_PART as u32;
+        let size = adapter.subgroup_min_size as usize;
+        let fixed_size = device.features().contains(wgpu::Features::SUBGROUP)
+            && size > 0
+            && adapter.subgroup_max_size as usize == size
+            && GEMV_PARTS * size <= device.limits().max_compute_invocations_per_workgroup as usize;
         let mut pipelines = Pipelines {
             by_kernel: HashMap::new(),
-            gemv_subgroups: device.features().contains(wgpu::Features::SUBGROUP)
-                && adapter.subgroup_min_size == part
-                && adapter.subgroup_max_size == part,
+            gemv_subgroup: fixed_size.then_some(size),
         };
         for kernel in Kernel::all() {
             if !kernel.needs_cooperative_matrix() {
@@ -592,16 +603,19 @@ impl Pipelines {
     }
 
     pub(super) fn add(&mut self, device: &wgpu::Device, kernel: Kernel) -> Result<(), GpuError> {
-        let subgroups = if kernel.has_gemv_parts() {
-            self.gemv_subgroups
-        } else {
-            device.features().contains(wgpu::Features::SUBGROUP)
+        let (subgroups, gemv_part) = match self.gemv_subgroup {
+            _ if !kernel.has_gemv_parts() => (
+                device.features().contains(wgpu::Features::SUBGROUP),
+                GEMV_SHARED_PART,
+            ),
+            Some(size) => (true, size),
+            None => (false, GEMV_SHARED_PART),
         };
         let name = kernel.name();
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let descriptor = wgpu::ShaderModuleDescriptor {
             label: Some(&name),
-            source: wgpu::ShaderSource::Wgsl(kernel.source(subgroups).into()),
+            source: wgpu::ShaderSource::Wgsl(kernel.source(subgroups, gemv_part).into()),
         };
         // SAFETY: every loop in wgsl/ is bounded by its parameters, and no kernel divides by a
         // parameter the host has not checked to be non-zero; buffer bounds checks stay on.
