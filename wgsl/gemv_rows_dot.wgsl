@@ -4,9 +4,9 @@
 // and, for each, loads its x values once and dots them with that span of all ROWS rows (so x
 // is read from cache once per ROWS rows). The weight format's file supplies `span_dot` and the
 // span length; the reduction prelude supplies `Lane`, the part accessors and `row_totals`; the
-// input prelude supplies the input the
-// span reader reads (f32 vec4s through `x_at(row, i)`, plain or computed from two tensors; or
-// quantized) and `input_row(t, cols)`, where token t's input starts in it.
+// input prelude supplies the input the span reader reads (f32 vec4s through `x_at(row, i)`,
+// plain or computed from two tensors; or quantized) and `input_row(t, cols)`, where token t's
+// input starts in it.
 
 // Rows first … first+ROWS−1 of a weight of `rows` rows of `row_bytes` bytes against the input
 // at x_row; every invocation of the part calls this together, and the sums are valid in all.
