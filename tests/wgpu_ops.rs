@@ -719,21 +719,25 @@ fn host_writes_land_after_recorded_work() {
     assert!(gpu.write_rows(&x, 1, &[1.0; 6]).is_err());
 }
 
-/// Random blocks of a quantized type whose f16 scale fields are set to small finite values
-/// (random bits there would make Inf and NaN); every other byte is random.
-fn random_blocks(rng: &mut Rng, ty: GgmlType, n_elems: usize) -> Vec<u8> {
-    let scale_offsets: &[usize] = match ty {
+/// Where a block of a quantized type keeps its f16 scales.
+fn scale_offsets(ty: GgmlType) -> &'static [usize] {
+    match ty {
         GgmlType::Q8_0 | GgmlType::Q4_0 | GgmlType::Q5_0 => &[0],
         GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
         GgmlType::Q6_K => &[208],
         other => panic!("{other:?} is not a block format"),
-    };
+    }
+}
+
+/// Random blocks of a quantized type whose f16 scale fields are set to small finite values
+/// (random bits there would make Inf and NaN); every other byte is random.
+fn random_blocks(rng: &mut Rng, ty: GgmlType, n_elems: usize) -> Vec<u8> {
     let blocks = n_elems / ty.block_elems();
     let mut bytes: Vec<u8> = (0..blocks * ty.block_bytes())
         .map(|_| (rng.next().to_bits() >> 7) as u8)
         .collect();
     for block in bytes.chunks_exact_mut(ty.block_bytes()) {
-        for &at in scale_offsets {
+        for &at in scale_offsets(ty) {
             let scale = f16::from_f32(0.002 + 0.01 * rng.next().abs());
             block[at..at + 2].copy_from_slice(&scale.to_le_bytes());
         }
@@ -805,15 +809,10 @@ fn quantized_matmul_takes_subnormal_scales() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng::new(14);
     let (rows, cols) = (9, 768);
-    for ty in [GgmlType::Q4_K, GgmlType::Q6_K] {
+    for ty in [GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K] {
         let mut bytes = random_blocks(&mut rng, ty, rows * cols);
-        let scale_offsets: &[usize] = if ty == GgmlType::Q6_K {
-            &[208]
-        } else {
-            &[0, 2]
-        };
         for block in bytes.chunks_exact_mut(ty.block_bytes()) {
-            for &at in scale_offsets {
+            for &at in scale_offsets(ty) {
                 // Exponent field 0: a subnormal, m·2⁻²⁴ with m in 1..1023.
                 let bits = 1 + ((rng.next().to_bits() >> 9) & 0x3fe) as u16;
                 block[at..at + 2].copy_from_slice(&bits.to_le_bytes());

@@ -20,7 +20,7 @@ fn q6_k_span(row_byte: u32, block: u32, n: u32, l0: u32) -> Q6kSpan {
     return Q6kSpan(
         base + 64u * n + l0,
         base + 128u + 32u * n + l0,
-        unpack2x16float(w[(base + 208u) >> 2u] >> (((base + 208u) & 2u) * 8u)).x,
+        half_at(base + 208u),
         vec4<f32>(signed_byte(s0, k), signed_byte(s0, k + 2u), signed_byte(s1, k), signed_byte(s1, k + 2u)),
     );
 }

@@ -156,9 +156,9 @@ impl WeightFormat {
     /// The span reader of the fast GEMV and the preludes it needs, in order.
     fn gemv_spans(self) -> Vec<WgslFile> {
         match self {
-            WeightFormat::Q8_0 => vec![HALF, WORDS, wgsl!("gemv_q8_0")],
+            WeightFormat::Q8_0 => vec![WORDS, wgsl!("gemv_q8_0")],
             WeightFormat::Q4_K => vec![SMALL_INTS, Q4_K_SPAN_FACTORS, wgsl!("gemv_q4_k")],
-            WeightFormat::Q6_K => vec![HALF, WORDS, SMALL_INTS, Q6_K_SPAN, wgsl!("gemv_q6_k")],
+            WeightFormat::Q6_K => vec![WORDS, SMALL_INTS, Q6_K_SPAN, wgsl!("gemv_q6_k")],
             _ => Vec::new(),
         }
     }
@@ -179,7 +179,7 @@ impl WeightFormat {
     fn integer_gemv_spans(self) -> Vec<WgslFile> {
         match self {
             WeightFormat::Q4_K => vec![SMALL_INTS, Q4_K_SPAN_FACTORS, wgsl!("gemv_q4_k_int")],
-            WeightFormat::Q6_K => vec![HALF, WORDS, SMALL_INTS, Q6_K_SPAN, wgsl!("gemv_q6_k_int")],
+            WeightFormat::Q6_K => vec![WORDS, SMALL_INTS, Q6_K_SPAN, wgsl!("gemv_q6_k_int")],
             _ => Vec::new(),
         }
     }
@@ -475,15 +475,15 @@ impl Kernel {
             .take_while(|l| l.starts_with("//") || l.starts_with("enable ") || l.is_empty())
             .map(|l| l.len() + 1)
             .sum::<usize>();
-        let constants = if self.has_gemv_parts() {
-            format!(
-                "const WG: u32 = {}u;\nconst PART: u32 = {gemv_part}u;\n",
-                GEMV_PARTS * gemv_part
+        let (wg, part) = if self.has_gemv_parts() {
+            (
+                GEMV_PARTS * gemv_part,
+                format!("const PART: u32 = {gemv_part}u;\n"),
             )
         } else {
-            format!("const WG: u32 = {}u;\n", self.workgroup_size())
+            (self.workgroup_size(), String::new())
         };
-        source.insert_str(body_start, &constants);
+        source.insert_str(body_start, &format!("{part}const WG: u32 = {wg}u;\n"));
         source
     }
 }

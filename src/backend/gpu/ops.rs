@@ -534,19 +534,16 @@ impl Wgpu {
             && x.cols.is_multiple_of(QUANTIZED_PAIR);
         // The fast kernels take GEMV_WORKGROUP_ROWS rows per workgroup in spans; the others one
         // row per workgroup in decoder units.
-        let (kernel, rows_per_workgroup, units) = match (w.format.gemv_span(), up) {
-            (Some(span), _) if integer => (
-                Kernel::GemvQuantized(w.format),
-                GEMV_WORKGROUP_ROWS,
-                w.cols / span,
-            ),
-            (Some(span), Some(_)) => (
-                Kernel::GemvSwiglu(w.format),
-                GEMV_WORKGROUP_ROWS,
-                w.cols / span,
-            ),
-            (Some(span), None) => (Kernel::Gemv(w.format), GEMV_WORKGROUP_ROWS, w.cols / span),
-            (None, _) => (Kernel::Gemv(w.format), 1, w.cols / w.format.unit_elems()),
+        let (kernel, units) = match (w.format.gemv_span(), up) {
+            (Some(span), _) if integer => (Kernel::GemvQuantized(w.format), w.cols / span),
+            (Some(span), Some(_)) => (Kernel::GemvSwiglu(w.format), w.cols / span),
+            (Some(span), None) => (Kernel::Gemv(w.format), w.cols / span),
+            (None, _) => (Kernel::Gemv(w.format), w.cols / w.format.unit_elems()),
+        };
+        let rows_per_workgroup = if kernel.has_gemv_parts() {
+            GEMV_WORKGROUP_ROWS
+        } else {
+            1
         };
         let record_parts = |input: &GpuTensor, extra: Option<&GpuTensor>| {
             let input_bytes = f32_bytes(&[input]) + extra.map_or(0, |e| f32_bytes(&[e]));
