@@ -415,3 +415,228 @@ fn compile_errors_point_into_the_metal_source() {
     let text = err.to_string();
     assert!(text.contains(".metal:5"), "{text}");
 }
+
+const SIMD_SPLIT: &str = r#"
+#include <metal_stdlib>
+using namespace metal;
+
+// Each thread reads the value a thread of the next SIMD-group wrote. The SIMD-group sum between
+// the write and the read orders only the writer's own SIMD-group, not the others.
+kernel void read_next_simdgroup(device const float* x [[buffer(0)]],
+                                device float* out [[buffer(1)]],
+                                constant uint& with_barrier [[buffer(2)]],
+                                uint i [[thread_index_in_threadgroup]],
+                                uint n [[threads_per_threadgroup]]) {
+    threadgroup float shared[256];
+    shared[i] = x[i];
+    float total = simd_sum(x[i]);
+    if (with_barrier != 0) {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    out[i] = total + shared[(i + 32) % n];
+}
+"#;
+
+#[test]
+fn race_split_only_by_a_simd_reduction_is_caught() {
+    let prog = program("probe_simd_split", SIMD_SPLIT);
+    let n = 128usize;
+    let x: Vec<f32> = (0..n).map(|k| (k % 7) as f32).collect();
+    let expected: Vec<f32> = (0..n)
+        .map(|i| x[i / 32 * 32..i / 32 * 32 + 32].iter().sum::<f32>() + x[(i + 32) % n])
+        .collect();
+    for with_barrier in [1u32, 0] {
+        for order in Order::schedules(2) {
+            let bufs = [
+                DeviceBuffer::from_f32(&x),
+                DeviceBuffer::zeroed(n * 4),
+                DeviceBuffer::from_u32(&[with_barrier]),
+            ];
+            let refs: Vec<&DeviceBuffer> = bufs.iter().collect();
+            let counts = prog
+                .dispatch(
+                    "read_next_simdgroup",
+                    [1, 1, 1],
+                    [n as u32, 1, 1],
+                    &refs,
+                    order,
+                )
+                .expect("dispatch");
+            counts.converged().expect("converged");
+            let out = bufs[1].f32s();
+            if with_barrier == 1 {
+                assert_eq!(out, expected, "{order:?}");
+            } else if matches!(order, Order::Forward | Order::Reverse) {
+                // The SIMD-group whose sum completes first runs on to its read before the
+                // SIMD-group it reads from has written.
+                assert!(
+                    out.iter().any(|v| v.is_nan()),
+                    "{order:?}: the race went unseen"
+                );
+            }
+        }
+    }
+}
+
+const INACTIVE_LANES: &str = r#"
+#include <metal_stdlib>
+using namespace metal;
+
+// Lanes 0-15 shuffle down by 8: lanes 8-15 read lanes 16-23, which are not in the branch.
+kernel void shuffle_in_half(device const float* x [[buffer(0)]],
+                            device float* out [[buffer(1)]],
+                            uint i [[thread_position_in_grid]],
+                            uint lane [[thread_index_in_simdgroup]]) {
+    float v = x[i];
+    if (lane < 16) {
+        v = simd_shuffle_down(v, 8);
+    }
+    out[i] = v;
+}
+"#;
+
+#[test]
+fn reads_from_inactive_lanes_are_poisoned() {
+    let prog = program("probe_inactive_lanes", INACTIVE_LANES);
+    // 48 threads: the second SIMD-group has 16 lanes, so its lanes 8-15 read lanes that do not
+    // exist, as the first SIMD-group's read lanes outside the branch.
+    let n = 48usize;
+    let x: Vec<f32> = (0..n).map(|k| k as f32).collect();
+    for order in Order::schedules(1) {
+        let bufs = [DeviceBuffer::from_f32(&x), DeviceBuffer::zeroed(n * 4)];
+        let refs: Vec<&DeviceBuffer> = bufs.iter().collect();
+        let counts = prog
+            .dispatch("shuffle_in_half", [1, 1, 1], [n as u32, 1, 1], &refs, order)
+            .expect("dispatch");
+        assert_eq!(counts.divergent_simd_calls, 1, "{order:?}: {counts:?}");
+        let out = bufs[1].f32s();
+        for (i, &got) in out.iter().enumerate() {
+            let lane = i % 32;
+            match lane {
+                0..=7 => assert_eq!(got, x[i + 8], "{order:?} thread {i}"),
+                8..=15 => assert!(
+                    got.is_nan(),
+                    "{order:?} thread {i}: {got} from an inactive lane"
+                ),
+                _ => assert_eq!(got, x[i], "{order:?} thread {i}"),
+            }
+        }
+    }
+}
+
+const NAN_RULES: &str = r#"
+#include <metal_stdlib>
+using namespace metal;
+
+kernel void nan_rules(device const float* x [[buffer(0)]],
+                      device float* out [[buffer(1)]],
+                      uint i [[thread_position_in_grid]]) {
+    float v = x[i];
+    out[i * 6 + 0] = max(v, 0.0f);
+    out[i * 6 + 1] = min(v, 0.0f);
+    out[i * 6 + 2] = clamp(v, -1.0f, 1.0f);
+    out[i * 6 + 3] = fmax(v, 0.0f) + fmin(v, 0.0f);
+    out[i * 6 + 4] = precise::max(v, 0.0f);
+    out[i * 6 + 5] = simd_max(v) + simd_min(v);
+}
+"#;
+
+/// max/min/clamp (fast:: under Metal's default fast math) have no defined result for a NaN
+/// operand: NaN here. fmax/fmin and precise::max drop it, as documented. simd_max/simd_min
+/// follow max.
+#[test]
+fn nan_rules_of_max_min_and_simd_max() {
+    let prog = program("probe_nan_rules", NAN_RULES);
+    let n = 64usize;
+    // SIMD-group 0 holds a NaN at lane 3; SIMD-group 1 none.
+    let x: Vec<f32> = (0..n)
+        .map(|k| {
+            if k == 3 {
+                f32::NAN
+            } else {
+                k as f32 * 0.25 - 4.0
+            }
+        })
+        .collect();
+    let out_buf = DeviceBuffer::zeroed(n * 6 * 4);
+    let x_buf = DeviceBuffer::from_f32(&x);
+    prog.dispatch(
+        "nan_rules",
+        [1, 1, 1],
+        [n as u32, 1, 1],
+        &[&x_buf, &out_buf],
+        Order::Forward,
+    )
+    .expect("dispatch");
+    let out = out_buf.f32s();
+    let nan = &out[3 * 6..4 * 6];
+    assert!(
+        nan[0].is_nan() && nan[1].is_nan() && nan[2].is_nan(),
+        "{nan:?}"
+    );
+    assert_eq!(
+        &nan[3..5],
+        &[0.0, 0.0],
+        "fmax/fmin and precise::max drop NaN"
+    );
+    for i in 0..n {
+        let row = &out[i * 6..i * 6 + 6];
+        if i < 32 {
+            assert!(row[5].is_nan(), "thread {i}: simd_max over a NaN lane");
+        } else {
+            let g = &x[32..64];
+            let want = g.iter().copied().fold(f32::MIN, f32::max)
+                + g.iter().copied().fold(f32::MAX, f32::min);
+            assert_eq!(row[5], want, "thread {i}");
+        }
+        if i != 3 {
+            let v = x[i];
+            assert_eq!(row[0], v.max(0.0), "thread {i}");
+            assert_eq!(row[2], v.clamp(-1.0, 1.0), "thread {i}");
+        }
+    }
+}
+
+const LOST_UPDATE: &str = r#"
+#include <metal_stdlib>
+using namespace metal;
+
+// Every thread adds one to a threadgroup counter without an atomic: between one thread's read
+// and its write another thread may read the same value.
+kernel void count_threads(device uint* out [[buffer(0)]],
+                          uint i [[thread_index_in_threadgroup]]) {
+    threadgroup uint counter[1];
+    if (i == 0) {
+        counter[0] = 0;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    uint seen = counter[0];
+    counter[0] = seen + 1;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (i == 0) {
+        out[0] = counter[0];
+    }
+}
+"#;
+
+#[test]
+fn race_between_barriers_is_caught_by_random_interleavings() {
+    let prog = program("probe_lost_update", LOST_UPDATE);
+    let threads = 64u32;
+    for order in Order::schedules(4) {
+        let out = DeviceBuffer::zeroed(4);
+        let counts = prog
+            .dispatch("count_threads", [1, 1, 1], [threads, 1, 1], &[&out], order)
+            .expect("dispatch");
+        counts.converged().expect("converged");
+        let count = out.u32s()[0];
+        if let Order::Random(_) = order {
+            assert!(counts.interleavings > 0, "{order:?}: {counts:?}");
+            assert!(count < threads, "{order:?}: no update lost ({count})");
+        } else {
+            // Threads switch only where they wait: each read-and-write runs undisturbed.
+            assert_eq!(count, threads, "{order:?}");
+            assert_eq!(counts.interleavings, 0, "{order:?}");
+        }
+    }
+}

@@ -196,6 +196,12 @@ impl MslDevice for SimDevice {
         counts
             .converged()
             .map_err(|e| sim_error(d.kernel, format!("diverged: {e}")))?;
+        if matches!(self.order, Order::Random(_)) && counts.interleavings == 0 {
+            return Err(sim_error(
+                d.kernel,
+                "a random schedule never switched threads at a memory access".into(),
+            ));
+        }
         self.record(d.kernel, &counts);
         Ok(())
     }

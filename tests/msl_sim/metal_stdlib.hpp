@@ -403,20 +403,27 @@ inline auto fma(const A& a, const B& b, const C& c) {
     return out;
 }
 
-// min, max, abs, clamp on every scalar type; fmin/fmax semantics (NaN loses) for floats.
-template <detail::arithmetic T> inline T min(T a, T b) {
-    if constexpr (detail::same<T, float>::value || detail::same<T, half>::value) {
-        return static_cast<T>(__builtin_fminf(a, b));
+// min, max and clamp on every scalar type. Metal compiles with fast math by default, where
+// these are fast::min/max/clamp, whose result is undefined when an operand is NaN: here NaN, so
+// that a kernel counting on NaN being dropped fails. fmin/fmax drop a NaN operand (documented),
+// and so do the precise:: variants below.
+namespace detail {
+template <class T> constexpr bool floating = same<T, float>::value || same<T, half>::value;
+template <class T> inline bool either_nan(T a, T b) {
+    if constexpr (floating<T>) {
+        return __builtin_isnan(float(a)) || __builtin_isnan(float(b));
     } else {
-        return b < a ? b : a;
+        return false;
     }
 }
+}  // namespace detail
+template <detail::arithmetic T> inline T min(T a, T b) {
+    if (detail::either_nan(a, b)) return static_cast<T>(__builtin_nanf(""));
+    return b < a ? b : a;
+}
 template <detail::arithmetic T> inline T max(T a, T b) {
-    if constexpr (detail::same<T, float>::value || detail::same<T, half>::value) {
-        return static_cast<T>(__builtin_fmaxf(a, b));
-    } else {
-        return a < b ? b : a;
-    }
+    if (detail::either_nan(a, b)) return static_cast<T>(__builtin_nanf(""));
+    return a < b ? b : a;
 }
 template <detail::arithmetic T> inline T abs(T a) {
     if constexpr (detail::same<T, float>::value || detail::same<T, half>::value) {
@@ -506,6 +513,7 @@ template <detail::arithmetic T> inline T popcount(T x) {
 }
 
 namespace fast {
+using metal::clamp;
 using metal::cos;
 using metal::exp;
 using metal::exp2;
@@ -524,8 +532,35 @@ using metal::sqrt;
 using metal::tanh;
 }  // namespace fast
 namespace precise {
-using namespace fast;
+using fast::cos;
+using fast::exp;
+using fast::exp2;
+using fast::fabs;
+using fast::fmax;
+using fast::fmin;
+using fast::log;
+using fast::log2;
+using fast::pow;
+using fast::powr;
+using fast::rsqrt;
+using fast::sin;
+using fast::sqrt;
+using fast::tanh;
+// IEEE 754 minNum/maxNum: a NaN operand loses.
+inline float min(float a, float b) { return __builtin_fminf(a, b); }
+inline float max(float a, float b) { return __builtin_fmaxf(a, b); }
+inline float clamp(float x, float lo, float hi) { return min(max(x, lo), hi); }
+template <detail::valueish A, detail::valueish B>
+    requires(detail::vecish<A> || detail::vecish<B>)
+inline auto min(const A& a, const B& b) {
+    return detail::zip(a, b, [](auto x, auto y) { return precise::min(float(x), float(y)); });
 }
+template <detail::valueish A, detail::valueish B>
+    requires(detail::vecish<A> || detail::vecish<B>)
+inline auto max(const A& a, const B& b) {
+    return detail::zip(a, b, [](auto x, auto y) { return precise::max(float(x), float(y)); });
+}
+}  // namespace precise
 
 // ---- barriers ----
 
@@ -566,6 +601,7 @@ template <class T> void sum_op(const msl_sim_lane* l, uint n, uint) {
 template <class T> void product_op(const msl_sim_lane* l, uint n, uint) {
     reduce_tree<T>(l, n, [](const T& a, const T& b) { return T(a * b); });
 }
+// simd_max and simd_min: Metal documents no NaN rule for them; they take max's (NaN wins).
 template <class T> void max_op(const msl_sim_lane* l, uint n, uint) {
     reduce_tree<T>(l, n, [](const T& a, const T& b) { return T(metal::max(a, b)); });
 }
@@ -593,7 +629,11 @@ template <class T, bool Inclusive> void prefix_sum_op(const msl_sim_lane* l, uin
     }
 }
 
-// Lane `src`'s value where that lane takes part, else the lane's own (Metal leaves it undefined).
+// Lane `src`'s value where that lane takes part. Metal documents that simd_shuffle_down and
+// simd_shuffle_up leave a lane's value as it is where the source lies outside the SIMD-group;
+// it gives no value from a lane that is inactive (in a divergent region, returned, or beyond
+// the threads of a partial SIMD-group): here all-ones bytes, NaN as float or half, which no
+// comparison accepts.
 enum class Source { Lane, Down, Up, Xor };
 template <class T, Source S> void shuffle_op(const msl_sim_lane* l, uint n, uint width) {
     T values[32];
@@ -609,8 +649,16 @@ template <class T, Source S> void shuffle_op(const msl_sim_lane* l, uint n, uint
                    : S == Source::Down ? lane + arg
                    : S == Source::Up   ? (arg > lane ? width : lane - arg)
                                        : lane ^ arg;
-        bool ok = src < width && slot[src] >= 0;
-        lane_out<T>(l[i], ok ? values[slot[src]] : values[i]);
+        bool shifted_out = (S == Source::Down || S == Source::Up) && src >= width;
+        if (shifted_out) {
+            lane_out<T>(l[i], values[i]);
+        } else if (src < width && slot[src] >= 0) {
+            lane_out<T>(l[i], values[slot[src]]);
+        } else {
+            T poison;
+            __builtin_memset(&poison, 0xFF, sizeof poison);
+            lane_out<T>(l[i], poison);
+        }
     }
 }
 

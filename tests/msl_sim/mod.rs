@@ -7,6 +7,10 @@
 //! NaN, barriers, and 32-lane SIMD-group functions that count divergent calls. Libraries are
 //! cached under target/tmp/msl_sim by a hash of everything that goes into them.
 //!
+//! Kernels are compiled with g++'s ThreadSanitizer instrumentation but without its runtime: the
+//! calls it inserts before every memory access land in runtime.cpp, where a random schedule may
+//! switch to another simulated thread.
+//!
 //! The simulator tells converged lanes from divergent ones by the return address of their
 //! SIMD-group call, so g++ must neither merge two calls from different branches into one
 //! (tail merging, cross-jumping) nor copy one call into two branches (jump threading, block
@@ -33,7 +37,8 @@ const KERNEL_FLAGS: &[&str] = &[
     "-std=gnu++20",
     "-O2",
     "-fPIC",
-    "-shared",
+    "-fsanitize=thread",
+    "--param=tsan-instrument-func-entry-exit=0",
     "-fno-crossjumping",
     "-fno-tree-tail-merge",
     "-fno-thread-jumps",
@@ -72,12 +77,32 @@ pub enum SimError {
 /// result depends on it has a race.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Order {
+    /// Each thread in index order runs until it waits; a SIMD-group whose call completes runs
+    /// ahead of the later ones up to its next wait.
     Forward,
+    /// The same from the last thread (and threadgroup) down.
     Reverse,
+    /// Threads chosen at random (from this seed), also switched at memory accesses.
+    Random(u64),
 }
 
 impl Order {
     pub const BOTH: [Order; 2] = [Order::Forward, Order::Reverse];
+
+    /// Forward, reverse, then `random` seeded random interleavings (seeds 1, 2, …).
+    pub fn schedules(random: u64) -> Vec<Order> {
+        let mut orders = Order::BOTH.to_vec();
+        orders.extend((1..=random).map(Order::Random));
+        orders
+    }
+
+    /// Random interleavings per kernel test: MSL_SIM_SCHEDULES, else `default`.
+    pub fn random_schedules(default: u64) -> u64 {
+        std::env::var("MSL_SIM_SCHEDULES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
 }
 
 /// What the runtime counted during one dispatch.
@@ -88,6 +113,8 @@ pub struct Counts {
     pub divergent_barriers: u64,
     pub simd_calls: u64,
     pub barriers: u64,
+    /// Switches to another thread at a memory access (random schedules only).
+    pub interleavings: u64,
     /// The most threadgroup memory one threadgroup declared.
     pub threadgroup_bytes: u64,
 }
@@ -114,8 +141,9 @@ struct RawLaunch {
     threads_per_threadgroup: [u32; 3],
     buffers: *const *mut u8,
     buffer_count: u32,
-    reverse: u32,
+    schedule: u32,
     workers: u32,
+    seed: u64,
 }
 
 #[repr(C)]
@@ -359,18 +387,31 @@ impl Toolchain {
             rewritten.cpp
         );
         write_atomically(&cpp, text.as_bytes())?;
-        let tmp = library.with_extension(format!("tmp{}.so", std::process::id()));
+        let object = library.with_extension(format!("tmp{}.o", std::process::id()));
         let include = format!("-I{}", self.include.display());
         let mut args: Vec<&std::ffi::OsStr> =
             KERNEL_FLAGS.iter().map(std::ffi::OsStr::new).collect();
         args.extend([
             include.as_ref(),
+            "-c".as_ref(),
             cpp.as_os_str(),
             "-o".as_ref(),
-            tmp.as_os_str(),
-            "-lm".as_ref(),
+            object.as_os_str(),
         ]);
         run_compiler(name, &args)?;
+        // Linked apart, so that g++ adds no sanitizer runtime: the runtime's hooks serve.
+        let tmp = library.with_extension(format!("tmp{}.so", std::process::id()));
+        run_compiler(
+            name,
+            &[
+                "-shared".as_ref(),
+                object.as_os_str(),
+                "-o".as_ref(),
+                tmp.as_os_str(),
+                "-lm".as_ref(),
+            ],
+        )?;
+        io(object.display(), std::fs::remove_file(&object))?;
         io(library.display(), std::fs::rename(&tmp, library))
     }
 }
@@ -463,8 +504,16 @@ impl Program {
             threads_per_threadgroup,
             buffers: pointers.as_ptr(),
             buffer_count: pointers.len() as u32,
-            reverse: (order == Order::Reverse) as u32,
+            schedule: match order {
+                Order::Forward => 0,
+                Order::Reverse => 1,
+                Order::Random(_) => 2,
+            },
             workers: workers(),
+            seed: match order {
+                Order::Random(seed) => seed,
+                _ => 0,
+            },
         };
         let mut report = RawReport {
             counts: Counts::default(),

@@ -1,7 +1,9 @@
 // The fiber runtime of the MSL simulator: every GPU thread of a threadgroup is a fiber on one OS
 // thread; threadgroups are spread over worker threads. A fiber runs until it waits at a
-// threadgroup barrier or a SIMD-group call; when every fiber of the group waits, the scheduler
-// completes the SIMD-group calls whose lanes are all waiting, else releases the barrier.
+// threadgroup barrier or a SIMD-group call, or (in a random schedule) until the scheduler
+// switches it out at a memory access. A SIMD-group call completes as soon as every lane of its
+// SIMD-group waits, whatever the other SIMD-groups do; a barrier releases when every thread of
+// the group waits.
 #include "runtime.h"
 
 #include <sys/mman.h>
@@ -96,8 +98,20 @@ struct Counters {
     uint64_t divergent_barriers = 0;
     uint64_t simd_calls = 0;
     uint64_t barriers = 0;
+    uint64_t interleavings = 0;
     uint64_t threadgroup_bytes = 0;
 };
+
+enum class Schedule : uint32_t { Forward = 0, Reverse = 1, Random = 2 };
+
+// splitmix64: a fresh, well-mixed stream per (seed, threadgroup), so that a random schedule does
+// not depend on which worker runs which group.
+uint64_t mix(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
 
 // Fiber stacks with a guard page below each, kept for reuse by later dispatches.
 struct StackArena {
@@ -164,17 +178,24 @@ struct ThreadgroupAllocation {
 
 struct Worker {
     Dispatch* dispatch;
+    Schedule schedule;
     StackArena stacks;
     std::vector<Fiber> fibers;
+    uint32_t threads = 0;
     void* scheduler_sp = nullptr;
     char* threadgroup_arena = nullptr;
     uint64_t threadgroup_used = 0;
     std::vector<ThreadgroupAllocation> threadgroup_allocations;
+    uint64_t rng = 0;
     Counters counters;
 
     void run_group(uint64_t linear);
-    bool complete_simd_calls(uint32_t threads, bool reverse);
-    void release_barrier(uint32_t threads);
+    // The fiber at position k of the run order.
+    uint32_t at(uint32_t k) const { return schedule == Schedule::Reverse ? threads - 1 - k : k; }
+    uint64_t random() { return rng = mix(rng); }
+    int next_runnable(uint32_t* cursor);
+    bool complete_simd_call(uint32_t first);
+    void release_barrier();
 };
 
 thread_local Worker* current_worker = nullptr;
@@ -207,7 +228,6 @@ void Worker::run_group(uint64_t linear) {
     const msl_sim_launch& launch = *dispatch->launch;
     const uint32_t* tg = launch.threadgroups;
     const uint32_t* tpt = launch.threads_per_threadgroup;
-    uint32_t threads = tpt[0] * tpt[1] * tpt[2];
     uint32_t group[3] = {static_cast<uint32_t>(linear % tg[0]),
                          static_cast<uint32_t>(linear / tg[0] % tg[1]),
                          static_cast<uint32_t>(linear / tg[0] / tg[1])};
@@ -234,63 +254,100 @@ void Worker::run_group(uint64_t linear) {
     }
     threadgroup_used = 0;
     threadgroup_allocations.clear();
+    rng = mix(dispatch->launch->seed ^ mix(linear));
 
-    bool reverse = launch.reverse != 0;
+    // In the fixed orders, the cursor only moves back to the start of a SIMD-group whose call
+    // just completed, so that this SIMD-group runs ahead of the others up to its next wait: the
+    // schedule that exposes a SIMD-group reading what another has not written yet.
+    uint32_t cursor = 0;
     for (;;) {
-        for (uint32_t k = 0; k < threads; k++) {
-            Fiber& f = fibers[reverse ? threads - 1 - k : k];
-            if (f.state != FiberState::Runnable) continue;
-            current_fiber = &f;
-            msl_sim_switch(&scheduler_sp, f.sp);
+        int next = next_runnable(&cursor);
+        if (next < 0) {
+            bool any_simd = false;
+            for (uint32_t first = 0; first < threads; first += SIMD_WIDTH) {
+                any_simd |= complete_simd_call(first);
+            }
+            if (any_simd) {
+                cursor = 0;
+                continue;
+            }
+            bool any_waiting = false;
+            for (uint32_t i = 0; i < threads; i++) {
+                any_waiting |= fibers[i].state == FiberState::BarrierWait;
+            }
+            if (!any_waiting) break;
+            release_barrier();
+            cursor = 0;
+            continue;
         }
+        Fiber& f = fibers[next];
+        current_fiber = &f;
+        msl_sim_switch(&scheduler_sp, f.sp);
         current_fiber = nullptr;
-        if (complete_simd_calls(threads, reverse)) continue;
-        bool any_waiting = false;
-        for (uint32_t i = 0; i < threads; i++) {
-            any_waiting |= fibers[i].state == FiberState::BarrierWait;
+        uint32_t first = static_cast<uint32_t>(next) / SIMD_WIDTH * SIMD_WIDTH;
+        if (f.state != FiberState::Runnable && complete_simd_call(first)) {
+            uint32_t last = std::min(first + SIMD_WIDTH, threads) - 1;
+            cursor = std::min(cursor, schedule == Schedule::Reverse ? threads - 1 - last : first);
         }
-        if (!any_waiting) break;
-        release_barrier(threads);
     }
     counters.threadgroup_bytes = std::max(counters.threadgroup_bytes, threadgroup_used);
 }
 
-// Every fiber waits: in each SIMD-group with lanes in a SIMD-group call, the lanes at the first
-// waiting lane's call (in run order) complete it together. Returns whether any did.
-bool Worker::complete_simd_calls(uint32_t threads, bool reverse) {
-    bool any = false;
-    msl_sim_lane lanes[SIMD_WIDTH];
-    for (uint32_t first = 0; first < threads; first += SIMD_WIDTH) {
-        uint32_t width = std::min(SIMD_WIDTH, threads - first);
-        const Fiber* leader = nullptr;
-        for (uint32_t k = 0; k < width && !leader; k++) {
-            const Fiber& f = fibers[first + (reverse ? width - 1 - k : k)];
-            if (f.state == FiberState::SimdWait) leader = &f;
+// A runnable fiber: in the fixed orders the first at or after the cursor (fibers before it all
+// wait), in a random schedule any. -1 when none is.
+int Worker::next_runnable(uint32_t* cursor) {
+    if (schedule == Schedule::Random) {
+        uint32_t start = static_cast<uint32_t>(random() % threads);
+        for (uint32_t k = 0; k < threads; k++) {
+            uint32_t i = (start + k) % threads;
+            if (fibers[i].state == FiberState::Runnable) return static_cast<int>(i);
         }
-        if (!leader) continue;
-        // Copied: the leader's own count moves on as it joins.
-        const void* site = leader->site;
-        uint64_t call = leader->simd_calls;
-        msl_sim_simd_fn op = leader->op;
-        uint32_t count = 0;
-        for (uint32_t l = 0; l < width; l++) {
-            Fiber& f = fibers[first + l];
-            if (f.state == FiberState::SimdWait && f.site == site && f.simd_calls == call &&
-                f.op == op) {
-                lanes[count++] = f.lane;
-                f.state = FiberState::Runnable;
-                f.simd_calls++;
-            }
-        }
-        op(lanes, count, width);
-        counters.simd_calls++;
-        if (count != width) counters.divergent_simd_calls++;
-        any = true;
+        return -1;
     }
-    return any;
+    for (; *cursor < threads; ++*cursor) {
+        uint32_t i = at(*cursor);
+        if (fibers[i].state == FiberState::Runnable) return static_cast<int>(i);
+    }
+    return -1;
 }
 
-void Worker::release_barrier(uint32_t threads) {
+// When every lane of the SIMD-group starting at `first` waits and some wait in a SIMD-group
+// call, the lanes at the earliest such call (fewest calls made, then first in run order) complete
+// it together. Returns whether they did.
+bool Worker::complete_simd_call(uint32_t first) {
+    uint32_t width = std::min(SIMD_WIDTH, threads - first);
+    const Fiber* leader = nullptr;
+    for (uint32_t k = 0; k < width; k++) {
+        uint32_t l = schedule == Schedule::Reverse ? width - 1 - k : k;
+        const Fiber& f = fibers[first + l];
+        if (f.state == FiberState::Runnable) return false;
+        if (f.state == FiberState::SimdWait && (!leader || f.simd_calls < leader->simd_calls)) {
+            leader = &f;
+        }
+    }
+    if (!leader) return false;
+    // Copied: the leader's own count moves on as it joins.
+    const void* site = leader->site;
+    uint64_t call = leader->simd_calls;
+    msl_sim_simd_fn op = leader->op;
+    msl_sim_lane lanes[SIMD_WIDTH];
+    uint32_t count = 0;
+    for (uint32_t l = 0; l < width; l++) {
+        Fiber& f = fibers[first + l];
+        if (f.state == FiberState::SimdWait && f.site == site && f.simd_calls == call &&
+            f.op == op) {
+            lanes[count++] = f.lane;
+            f.state = FiberState::Runnable;
+            f.simd_calls++;
+        }
+    }
+    op(lanes, count, SIMD_WIDTH);
+    counters.simd_calls++;
+    if (count != width) counters.divergent_simd_calls++;
+    return true;
+}
+
+void Worker::release_barrier() {
     const void* site = nullptr;
     bool divergent = false;
     for (uint32_t i = 0; i < threads; i++) {
@@ -313,6 +370,8 @@ void run_worker(Dispatch* dispatch) {
     uint32_t threads = tpt[0] * tpt[1] * tpt[2];
     Worker worker;
     worker.dispatch = dispatch;
+    worker.schedule = static_cast<Schedule>(launch.schedule);
+    worker.threads = threads;
     if (!take_arena(threads, &worker.stacks)) {
         dispatch->fail("could not map fiber stacks");
         return;
@@ -324,7 +383,8 @@ void run_worker(Dispatch* dispatch) {
     for (;;) {
         uint64_t k = dispatch->next_group.fetch_add(1);
         if (k >= dispatch->group_count) break;
-        worker.run_group(launch.reverse ? dispatch->group_count - 1 - k : k);
+        bool reverse = worker.schedule == Schedule::Reverse;
+        worker.run_group(reverse ? dispatch->group_count - 1 - k : k);
     }
     current_worker = nullptr;
     give_back_arena(worker.stacks);
@@ -334,6 +394,7 @@ void run_worker(Dispatch* dispatch) {
     t.divergent_barriers += worker.counters.divergent_barriers;
     t.simd_calls += worker.counters.simd_calls;
     t.barriers += worker.counters.barriers;
+    t.interleavings += worker.counters.interleavings;
     t.threadgroup_bytes = std::max(t.threadgroup_bytes, worker.counters.threadgroup_bytes);
 }
 
@@ -405,6 +466,10 @@ extern "C" int msl_sim_run(const msl_sim_launch* launch, msl_sim_report* report)
                  static_cast<unsigned long long>(threads), MAX_THREADS_PER_THREADGROUP);
         return 1;
     }
+    if (launch->schedule > static_cast<uint32_t>(Schedule::Random)) {
+        snprintf(report->error, sizeof report->error, "unknown schedule %u", launch->schedule);
+        return 1;
+    }
     Dispatch dispatch;
     dispatch.launch = launch;
     dispatch.group_count =
@@ -421,6 +486,7 @@ extern "C" int msl_sim_run(const msl_sim_launch* launch, msl_sim_report* report)
     report->divergent_barriers = dispatch.totals.divergent_barriers;
     report->simd_calls = dispatch.totals.simd_calls;
     report->barriers = dispatch.totals.barriers;
+    report->interleavings = dispatch.totals.interleavings;
     report->threadgroup_bytes = dispatch.totals.threadgroup_bytes;
     if (!dispatch.error.empty()) {
         snprintf(report->error, sizeof report->error, "%s", dispatch.error.c_str());
@@ -428,3 +494,97 @@ extern "C" int msl_sim_run(const msl_sim_launch* launch, msl_sim_report* report)
     }
     return 0;
 }
+
+// ---- memory accesses: g++'s ThreadSanitizer instrumentation (-fsanitize=thread, see mod.rs)
+// calls these before every load and store the kernel makes, and before every atomic operation;
+// no sanitizer runtime is linked, these are its only definitions. In a random schedule each
+// access to memory other than the fiber stacks (threadgroup, device and constant memory) may
+// hand the OS thread to another fiber first, with even odds.
+
+namespace {
+
+void memory_access(const void* address) {
+    Worker* w = current_worker;
+    Fiber* f = current_fiber;
+    if (!w || !f || w->schedule != Schedule::Random) return;
+    uintptr_t offset = reinterpret_cast<uintptr_t>(address) - reinterpret_cast<uintptr_t>(w->stacks.base);
+    if (offset < w->stacks.stacks * StackArena::slot_bytes()) return;
+    if (w->random() & 1) return;
+    w->counters.interleavings++;
+    msl_sim_switch(&f->sp, w->scheduler_sp);
+}
+
+}  // namespace
+
+#define MSL_SIM_ACCESS_HOOKS(n)                                                              \
+    extern "C" void __tsan_read##n(void* a) { memory_access(a); }                            \
+    extern "C" void __tsan_write##n(void* a) { memory_access(a); }                           \
+    extern "C" void __tsan_unaligned_read##n(void* a) { memory_access(a); }                  \
+    extern "C" void __tsan_unaligned_write##n(void* a) { memory_access(a); }                 \
+    extern "C" void __tsan_volatile_read##n(void* a) { memory_access(a); }                   \
+    extern "C" void __tsan_volatile_write##n(void* a) { memory_access(a); }
+MSL_SIM_ACCESS_HOOKS(1)
+MSL_SIM_ACCESS_HOOKS(2)
+MSL_SIM_ACCESS_HOOKS(4)
+MSL_SIM_ACCESS_HOOKS(8)
+MSL_SIM_ACCESS_HOOKS(16)
+#undef MSL_SIM_ACCESS_HOOKS
+
+extern "C" void __tsan_read_range(void* a, unsigned long) { memory_access(a); }
+extern "C" void __tsan_write_range(void* a, unsigned long) { memory_access(a); }
+extern "C" void __tsan_init(void) {}
+extern "C" void __tsan_func_entry(void*) {}
+extern "C" void __tsan_func_exit(void) {}
+extern "C" void __tsan_vptr_update(void**, void*) {}
+extern "C" void __tsan_atomic_thread_fence(int) {}
+extern "C" void __tsan_atomic_signal_fence(int) {}
+
+// Atomics: the switch comes before the operation, which itself stays indivisible (device memory
+// is shared with the other worker threads, hence real atomic instructions).
+#define MSL_SIM_ATOMIC_HOOKS(bits)                                                           \
+    typedef uint##bits##_t a##bits;                                                          \
+    extern "C" a##bits __tsan_atomic##bits##_load(const volatile a##bits* a, int) {          \
+        memory_access(const_cast<const a##bits*>(a));                                        \
+        return __atomic_load_n(a, __ATOMIC_RELAXED);                                         \
+    }                                                                                        \
+    extern "C" void __tsan_atomic##bits##_store(volatile a##bits* a, a##bits v, int) {       \
+        memory_access(const_cast<const a##bits*>(a));                                        \
+        __atomic_store_n(a, v, __ATOMIC_RELAXED);                                            \
+    }                                                                                        \
+    MSL_SIM_ATOMIC_RMW(bits, exchange, __atomic_exchange_n)                                  \
+    MSL_SIM_ATOMIC_RMW(bits, fetch_add, __atomic_fetch_add)                                  \
+    MSL_SIM_ATOMIC_RMW(bits, fetch_sub, __atomic_fetch_sub)                                  \
+    MSL_SIM_ATOMIC_RMW(bits, fetch_and, __atomic_fetch_and)                                  \
+    MSL_SIM_ATOMIC_RMW(bits, fetch_or, __atomic_fetch_or)                                    \
+    MSL_SIM_ATOMIC_RMW(bits, fetch_xor, __atomic_fetch_xor)                                  \
+    MSL_SIM_ATOMIC_RMW(bits, fetch_nand, __atomic_fetch_nand)                                \
+    extern "C" int __tsan_atomic##bits##_compare_exchange_strong(                            \
+        volatile a##bits* a, a##bits* expected, a##bits desired, int, int) {                 \
+        memory_access(const_cast<const a##bits*>(a));                                        \
+        return __atomic_compare_exchange_n(a, expected, desired, false, __ATOMIC_RELAXED,    \
+                                           __ATOMIC_RELAXED);                                \
+    }                                                                                        \
+    extern "C" int __tsan_atomic##bits##_compare_exchange_weak(                              \
+        volatile a##bits* a, a##bits* expected, a##bits desired, int, int) {                 \
+        memory_access(const_cast<const a##bits*>(a));                                        \
+        return __atomic_compare_exchange_n(a, expected, desired, true, __ATOMIC_RELAXED,     \
+                                           __ATOMIC_RELAXED);                                \
+    }                                                                                        \
+    extern "C" a##bits __tsan_atomic##bits##_compare_exchange_val(                           \
+        volatile a##bits* a, a##bits expected, a##bits desired, int, int) {                  \
+        memory_access(const_cast<const a##bits*>(a));                                        \
+        __atomic_compare_exchange_n(a, &expected, desired, false, __ATOMIC_RELAXED,          \
+                                    __ATOMIC_RELAXED);                                       \
+        return expected;                                                                     \
+    }
+#define MSL_SIM_ATOMIC_RMW(bits, name, builtin)                                              \
+    extern "C" a##bits __tsan_atomic##bits##_##name(volatile a##bits* a, a##bits v, int) {   \
+        memory_access(const_cast<const a##bits*>(a));                                        \
+        return builtin(a, v, __ATOMIC_RELAXED);                                              \
+    }
+MSL_SIM_ATOMIC_HOOKS(8)
+MSL_SIM_ATOMIC_HOOKS(16)
+MSL_SIM_ATOMIC_HOOKS(32)
+MSL_SIM_ATOMIC_HOOKS(64)
+#undef MSL_SIM_ATOMIC_RMW
+#undef MSL_SIM_ATOMIC_HOOKS

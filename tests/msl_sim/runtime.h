@@ -53,9 +53,12 @@ struct msl_sim_launch {
     msl_sim_u32 threads_per_threadgroup[3];
     void* const* buffers;
     msl_sim_u32 buffer_count;
-    // 0: threads of a group and the groups run in index order; 1: in reverse order.
-    msl_sim_u32 reverse;
+    // 0: threads of a group and the groups run in index order, each thread until it waits;
+    // 1: the same in reverse order; 2: a random interleaving drawn from `seed`, in which a
+    // thread may also be switched out at any access to memory other than its own stack.
+    msl_sim_u32 schedule;
     msl_sim_u32 workers;
+    msl_sim_u64 seed;
 };
 
 struct msl_sim_report {
@@ -65,6 +68,8 @@ struct msl_sim_report {
     msl_sim_u64 divergent_barriers;
     msl_sim_u64 simd_calls;
     msl_sim_u64 barriers;
+    // Switches to another thread at a memory access (random schedules only).
+    msl_sim_u64 interleavings;
     // The most threadgroup memory one threadgroup declared.
     msl_sim_u64 threadgroup_bytes;
     char error[512];
