@@ -1,7 +1,9 @@
 //! Every MSL kernel, executed by the MSL simulator through the Metal backend's own op code
 //! (qwen35::backend::metal::ops), against the CPU reference on random inputs at awkward sizes:
-//! in both thread orders, with divergent SIMD-group calls and barriers failing the dispatch and
-//! threadgroup memory held to 32 KiB (see msl_sim/device.rs).
+//! in both fixed thread orders and in RANDOM_SCHEDULES seeded random interleavings (switching
+//! threads at memory accesses too; MSL_SIM_SCHEDULES=n runs n instead), with divergent
+//! SIMD-group calls and barriers failing the dispatch and threadgroup memory held to 32 KiB (see
+//! msl_sim/device.rs).
 
 // The simulator's fiber switch is written for x86-64 and its loader for Linux.
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -57,9 +59,12 @@ fn cpu_values(cpu: &CpuBackend, x: &CpuTensor) -> Vec<f32> {
     cpu.read_rows(x, 0, usize::MAX)
 }
 
-/// Each order on a fresh simulated device.
-fn in_both_orders(test: impl Fn(&SimDevice)) {
-    for order in Order::BOTH {
+/// Random interleavings per test case unless MSL_SIM_SCHEDULES says otherwise.
+const RANDOM_SCHEDULES: u64 = 2;
+
+/// Each schedule on a fresh simulated device.
+fn in_each_schedule(test: impl Fn(&SimDevice)) {
+    for order in Order::schedules(Order::random_schedules(RANDOM_SCHEDULES)) {
         test(&SimDevice::new(order));
     }
 }
@@ -151,7 +156,7 @@ fn gemv_every_format_against_dot_row() {
                     .flat_map(|xt| reference_matvec(ty, &bytes, rows, xt))
                     .collect();
                 for max_part_rows in [rows, 16] {
-                    in_both_orders(|sim| {
+                    in_each_schedule(|sim| {
                         let w = sim.weight("w", ty, rows, cols, &bytes, max_part_rows);
                         let xs = sim.tensor(tokens, cols, &x);
                         let y = ops::matmul(sim, &xs, &w).expect("matmul");
@@ -184,7 +189,7 @@ fn embed_every_format_against_dequantize() {
                 quant::dequantize(ty, row, cols).expect("dequantize")
             })
             .collect();
-        in_both_orders(|sim| {
+        in_each_schedule(|sim| {
             let w = sim.weight("table", ty, rows, cols, &bytes, 4);
             let out = ops::embed(sim, &w, &tokens).expect("embed");
             assert_close(&format!("embed {format:?}"), &out.values(), &want);
@@ -215,7 +220,7 @@ fn norms_against_cpu() {
         let rms = cpu_values(&cpu, &cpu.rms_norm(&cx, &cw, eps).expect("cpu"));
         let gated = cpu_values(&cpu, &cpu.gated_rms_norm(&cx, &cz, &cw, eps).expect("cpu"));
         let l2 = cpu_values(&cpu, &cpu.l2_norm(&cx, group, 0.25, eps).expect("cpu"));
-        in_both_orders(|sim| {
+        in_each_schedule(|sim| {
             let (sx, sz, sw) = (
                 sim.tensor(rows, cols, &x),
                 sim.tensor(rows, cols, &z),
@@ -254,7 +259,7 @@ fn elementwise_ops_against_cpu() {
     let sum = cpu_values(&cpu, &sum);
     let slice = cpu_values(&cpu, &cpu.slice_cols(&ca, 111, 40, 66).expect("cpu"));
     let picked = cpu_values(&cpu, &cpu.rows(&ca, 1, 2).expect("cpu"));
-    in_both_orders(|sim| {
+    in_each_schedule(|sim| {
         let (sa, sb) = (sim.tensor(rows, cols, &a), sim.tensor(rows, cols, &b));
         let order = sim.order;
         let out = ops::swiglu(sim, &sa, &sb).expect("swiglu");
@@ -282,7 +287,7 @@ fn rope_against_cpu() {
             &cpu.rope(&cpu_tensor(&cpu, rows, cols, &x), head_dim, rot, 1e7, pos0)
                 .expect("cpu"),
         );
-        in_both_orders(|sim| {
+        in_each_schedule(|sim| {
             let out = ops::rope(sim, &sim.tensor(rows, cols, &x), head_dim, rot, 1e7, pos0)
                 .expect("rope");
             assert_close(
@@ -341,7 +346,7 @@ fn attention_against_cpu() {
             cpu_values(&cpu, &ck),
             cpu_values(&cpu, &cv),
         );
-        in_both_orders(|sim| {
+        in_each_schedule(|sim| {
             let (sk, sv) = (
                 sim.tensor(ctx, kv_cols, &cache_k),
                 sim.tensor(ctx, kv_cols, &cache_v),
@@ -382,7 +387,7 @@ fn gated_delta_net_ops_against_cpu() {
             )
             .expect("cpu");
         let (want, want_state) = (cpu_values(&cpu, &want), cpu_values(&cpu, &cs));
-        in_both_orders(|sim| {
+        in_each_schedule(|sim| {
             let ss = sim.tensor(taps - 1, channels, &state);
             let out = ops::conv1d_silu(
                 sim,
@@ -412,7 +417,7 @@ fn gated_delta_net_ops_against_cpu() {
             )
             .expect("cpu");
         let (g, b) = (cpu_values(&cpu, &g), cpu_values(&cpu, &b));
-        in_both_orders(|sim| {
+        in_each_schedule(|sim| {
             let (sg, sb) = ops::delta_net_gates(
                 sim,
                 &sim.tensor(rows, heads, &alpha),
@@ -465,7 +470,7 @@ fn gated_delta_net_ops_against_cpu() {
             )
             .expect("cpu");
         let (want, want_state) = (cpu_values(&cpu, &want), cpu_values(&cpu, &cs));
-        in_both_orders(|sim| {
+        in_each_schedule(|sim| {
             let ss = sim.tensor(n_v_head, k_dim * v_dim, &state);
             let out = ops::delta_rule(
                 sim,
@@ -499,7 +504,7 @@ fn argmax_against_the_sampler() {
     cases.push(vec![f32::NEG_INFINITY, f32::NAN, f32::NEG_INFINITY]);
     for values in &cases {
         let want = qwen35::sample::argmax(values);
-        in_both_orders(|sim| {
+        in_each_schedule(|sim| {
             let out = ops::argmax(sim, &sim.tensor(1, values.len(), values)).expect("argmax");
             let got = out.values()[0];
             assert_eq!(got, want as f32, "{} values, {:?}", values.len(), sim.order);
@@ -555,7 +560,7 @@ fn fused_gemvs_against_matvec_and_add() {
         let plus = |y: Vec<f32>| -> Vec<f32> { y.iter().zip(&acc).map(|(y, a)| a + y).collect() };
         let want_add = plus(reference_matvec(ty, &bytes, rows, &up));
         let want_swiglu = plus(reference_matvec(ty, &bytes, rows, &product));
-        in_both_orders(|sim| {
+        in_each_schedule(|sim| {
             let w = sim.weight("w", ty, rows, cols, &bytes, 16);
             let what = format!("{format:?} {rows}×{cols} {:?}", sim.order);
             let sums = sim.tensor(1, rows, &acc);
@@ -611,7 +616,7 @@ fn normed_gemv_against_rms_norm_then_matvec() {
                     .chunks_exact(cols)
                     .flat_map(|row| reference_matvec(ty, &bytes, rows, row))
                     .collect();
-                in_both_orders(|sim| {
+                in_each_schedule(|sim| {
                     let w = sim.weight("w", ty, rows, cols, &bytes, 16);
                     let (sx, sn) = (sim.tensor(tokens, cols, &x), sim.tensor(1, cols, &norm));
                     sim.take_dispatches();
@@ -671,7 +676,7 @@ fn embed_ids_from_argmax_against_dequantize() {
                     .expect("dequantize");
             let mut logits = rng.vec(rows);
             logits[token] = 2.0;
-            in_both_orders(|sim| {
+            in_each_schedule(|sim| {
                 // Parts of 10 rows: the id's row is in one part, the others write nothing.
                 let w = sim.weight("table", ty, rows, cols, &bytes, 10);
                 let ids = ops::argmax(sim, &sim.tensor(1, rows, &logits)).expect("argmax");
@@ -741,7 +746,7 @@ fn gated_attention_against_cpu() {
             cpu_values(&cpu, &ck),
             cpu_values(&cpu, &cv),
         );
-        in_both_orders(|sim| {
+        in_each_schedule(|sim| {
             let (sk, sv) = (
                 sim.tensor(ctx, kv_cols, &cache_k),
                 sim.tensor(ctx, kv_cols, &cache_v),
@@ -839,7 +844,7 @@ fn conv_qkv_norm_and_gated_delta_rule_against_cpu() {
         );
         let (want_o, want_state) = (cpu_values(&cpu, &o), cpu_values(&cpu, &ds));
 
-        in_both_orders(|sim| {
+        in_each_schedule(|sim| {
             let what = format!("{shape:?} taps {taps} {:?}", sim.order);
             let ss = sim.tensor(taps - 1, channels, &conv_state);
             let qkv = ops::conv_qkv_norm(
@@ -878,6 +883,65 @@ fn conv_qkv_norm_and_gated_delta_rule_against_cpu() {
                 &sd.values(),
                 &want_state,
             );
+        });
+    }
+}
+
+#[test]
+fn conv_qkv_norm_over_several_rows_against_cpu() {
+    let cpu = cpu();
+    let mut rng = Rng::new(14);
+    // (rows, n_k_head, n_v_head, k_dim, v_dim, taps): more rows than carried inputs, and fewer.
+    for (rows, n_k_head, n_v_head, k_dim, v_dim, taps) in [
+        (5, 2, 6, 43, 45, 4),
+        (2, 4, 8, 32, 32, 4),
+        (3, 1, 1, 256, 520, 2),
+    ] {
+        let shape = DeltaNetShape {
+            n_k_head,
+            n_v_head,
+            k_dim,
+            v_dim,
+        };
+        let channels = 2 * n_k_head * k_dim + n_v_head * v_dim;
+        let (q_scale, eps) = (1.0 / (k_dim as f32).sqrt(), 1e-6);
+        let m = rng.vec(rows * channels);
+        let w = rng.vec(channels * taps);
+        let conv_state = rng.vec((taps - 1) * channels);
+        let mut cs = cpu_tensor(&cpu, taps - 1, channels, &conv_state);
+        let Qkv { q, k, v } = cpu
+            .conv_qkv_norm(
+                &cpu_tensor(&cpu, rows, channels, &m),
+                &cpu_tensor(&cpu, channels, taps, &w),
+                &mut cs,
+                shape,
+                q_scale,
+                eps,
+            )
+            .expect("cpu");
+        let (want_q, want_k, want_v, want_state) = (
+            cpu_values(&cpu, &q),
+            cpu_values(&cpu, &k),
+            cpu_values(&cpu, &v),
+            cpu_values(&cpu, &cs),
+        );
+        in_each_schedule(|sim| {
+            let what = format!("{rows} rows of {shape:?} taps {taps} {:?}", sim.order);
+            let ss = sim.tensor(taps - 1, channels, &conv_state);
+            let qkv = ops::conv_qkv_norm(
+                sim,
+                &sim.tensor(rows, channels, &m),
+                &sim.tensor(channels, taps, &w),
+                &ss,
+                shape,
+                q_scale,
+                eps,
+            )
+            .expect("conv_qkv_norm");
+            assert_close(&format!("conv_qkv_norm q {what}"), &qkv.q.values(), &want_q);
+            assert_close(&format!("conv_qkv_norm k {what}"), &qkv.k.values(), &want_k);
+            assert_close(&format!("conv_qkv_norm v {what}"), &qkv.v.values(), &want_v);
+            assert_eq!(ss.values(), want_state, "conv state {what}");
         });
     }
 }
