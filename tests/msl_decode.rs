@@ -53,9 +53,10 @@ fn msl_decode_matches_cpu_on_every_fixture() {
     assert!(fixtures.len() >= 3, "the f32, q8_0 and q4_k fixtures");
     for fixture in &fixtures {
         let reference = decode_check::reference(fixture, GREEDY);
-        // The kernel tests run every kernel in both orders; here one order per fixture keeps
-        // the run short while still covering both. Two fixtures have their weights split into
-        // parts of a few hundred rows, as a GPU splits those past its binding limit.
+        // The kernel tests run every kernel in both fixed orders and in random interleavings;
+        // here one fixed order per fixture keeps the run short while still covering both. Two
+        // fixtures have their weights split into parts of a few hundred rows, as a GPU splits
+        // those past its binding limit.
         let (order, max_part_rows) = match fixture.variant.as_str() {
             "f32" => (Order::Forward, usize::MAX),
             "q8_0" => (Order::Reverse, 100),

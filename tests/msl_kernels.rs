@@ -795,23 +795,7 @@ fn conv_qkv_norm_and_gated_delta_rule_against_cpu() {
             k_dim,
             v_dim,
         };
-        let channels = 2 * n_k_head * k_dim + n_v_head * v_dim;
-        let (q_scale, eps) = (1.0 / (k_dim as f32).sqrt(), 1e-6);
-        let m = rng.vec(channels);
-        let w = rng.vec(channels * taps);
-        let conv_state = rng.vec((taps - 1) * channels);
-        let mut cs = cpu_tensor(&cpu, taps - 1, channels, &conv_state);
-        let Qkv { q, k, v } = cpu
-            .conv_qkv_norm(
-                &cpu_tensor(&cpu, 1, channels, &m),
-                &cpu_tensor(&cpu, channels, taps, &w),
-                &mut cs,
-                shape,
-                q_scale,
-                eps,
-            )
-            .expect("cpu");
-        let want_conv_state = cpu_values(&cpu, &cs);
+        let [want_q, want_k, want_v] = conv_qkv_norm_against_cpu(&cpu, &mut rng, 1, shape, taps);
 
         // Gates from raw projections across softplus's cut-over at 20.
         let alpha: Vec<f32> = rng.vec(n_v_head).iter().map(|v| v * 30.0).collect();
@@ -826,9 +810,9 @@ fn conv_qkv_norm_and_gated_delta_rule_against_cpu() {
         let mut ds = cpu_tensor(&cpu, n_v_head, k_dim * v_dim, &state);
         let o = cpu
             .gated_delta_rule(
-                &q,
-                &k,
-                &v,
+                &cpu_tensor(&cpu, 1, n_k_head * k_dim, &want_q),
+                &cpu_tensor(&cpu, 1, n_k_head * k_dim, &want_k),
+                &cpu_tensor(&cpu, 1, n_v_head * v_dim, &want_v),
                 &cpu_tensor(&cpu, 1, n_v_head, &alpha),
                 &cpu_tensor(&cpu, 1, n_v_head, &beta),
                 &cpu_tensor(&cpu, 1, n_v_head, &ssm_a),
@@ -837,31 +821,10 @@ fn conv_qkv_norm_and_gated_delta_rule_against_cpu() {
                 shape,
             )
             .expect("cpu");
-        let (want_q, want_k, want_v) = (
-            cpu_values(&cpu, &q),
-            cpu_values(&cpu, &k),
-            cpu_values(&cpu, &v),
-        );
         let (want_o, want_state) = (cpu_values(&cpu, &o), cpu_values(&cpu, &ds));
 
         in_each_schedule(|sim| {
-            let what = format!("{shape:?} taps {taps} {:?}", sim.order);
-            let ss = sim.tensor(taps - 1, channels, &conv_state);
-            let qkv = ops::conv_qkv_norm(
-                sim,
-                &sim.tensor(1, channels, &m),
-                &sim.tensor(channels, taps, &w),
-                &ss,
-                shape,
-                q_scale,
-                eps,
-            )
-            .expect("conv_qkv_norm");
-            assert_close(&format!("conv_qkv_norm q {what}"), &qkv.q.values(), &want_q);
-            assert_close(&format!("conv_qkv_norm k {what}"), &qkv.k.values(), &want_k);
-            assert_close(&format!("conv_qkv_norm v {what}"), &qkv.v.values(), &want_v);
-            assert_eq!(ss.values(), want_conv_state, "conv state {what}");
-
+            let what = format!("{shape:?} {:?}", sim.order);
             // The delta rule on the CPU's q, k, v, so that only the rule is compared.
             let sd = sim.tensor(n_v_head, k_dim * v_dim, &state);
             let out = ops::gated_delta_rule(
@@ -887,6 +850,59 @@ fn conv_qkv_norm_and_gated_delta_rule_against_cpu() {
     }
 }
 
+/// conv_qkv_norm of `rows` random rows (and a random carried state) in each schedule against
+/// the CPU's: q, k, v and the new state. Returns the CPU's q, k and v.
+fn conv_qkv_norm_against_cpu(
+    cpu: &CpuBackend,
+    rng: &mut Rng,
+    rows: usize,
+    shape: DeltaNetShape,
+    taps: usize,
+) -> [Vec<f32>; 3] {
+    let key_width = shape.n_k_head * shape.k_dim;
+    let channels = 2 * key_width + shape.n_v_head * shape.v_dim;
+    let (q_scale, eps) = (1.0 / (shape.k_dim as f32).sqrt(), 1e-6);
+    let m = rng.vec(rows * channels);
+    let w = rng.vec(channels * taps);
+    let conv_state = rng.vec((taps - 1) * channels);
+    let mut cs = cpu_tensor(cpu, taps - 1, channels, &conv_state);
+    let Qkv { q, k, v } = cpu
+        .conv_qkv_norm(
+            &cpu_tensor(cpu, rows, channels, &m),
+            &cpu_tensor(cpu, channels, taps, &w),
+            &mut cs,
+            shape,
+            q_scale,
+            eps,
+        )
+        .expect("cpu");
+    let want = [q, k, v].map(|x| cpu_values(cpu, &x));
+    let want_state = cpu_values(cpu, &cs);
+    in_each_schedule(|sim| {
+        let what = format!("{rows} rows of {shape:?} taps {taps} {:?}", sim.order);
+        let ss = sim.tensor(taps - 1, channels, &conv_state);
+        let qkv = ops::conv_qkv_norm(
+            sim,
+            &sim.tensor(rows, channels, &m),
+            &sim.tensor(channels, taps, &w),
+            &ss,
+            shape,
+            q_scale,
+            eps,
+        )
+        .expect("conv_qkv_norm");
+        for (name, got, want) in [
+            ("q", qkv.q, &want[0]),
+            ("k", qkv.k, &want[1]),
+            ("v", qkv.v, &want[2]),
+        ] {
+            assert_close(&format!("conv_qkv_norm {name} {what}"), &got.values(), want);
+        }
+        assert_eq!(ss.values(), want_state, "conv state {what}");
+    });
+    want
+}
+
 #[test]
 fn conv_qkv_norm_over_several_rows_against_cpu() {
     let cpu = cpu();
@@ -903,45 +919,6 @@ fn conv_qkv_norm_over_several_rows_against_cpu() {
             k_dim,
             v_dim,
         };
-        let channels = 2 * n_k_head * k_dim + n_v_head * v_dim;
-        let (q_scale, eps) = (1.0 / (k_dim as f32).sqrt(), 1e-6);
-        let m = rng.vec(rows * channels);
-        let w = rng.vec(channels * taps);
-        let conv_state = rng.vec((taps - 1) * channels);
-        let mut cs = cpu_tensor(&cpu, taps - 1, channels, &conv_state);
-        let Qkv { q, k, v } = cpu
-            .conv_qkv_norm(
-                &cpu_tensor(&cpu, rows, channels, &m),
-                &cpu_tensor(&cpu, channels, taps, &w),
-                &mut cs,
-                shape,
-                q_scale,
-                eps,
-            )
-            .expect("cpu");
-        let (want_q, want_k, want_v, want_state) = (
-            cpu_values(&cpu, &q),
-            cpu_values(&cpu, &k),
-            cpu_values(&cpu, &v),
-            cpu_values(&cpu, &cs),
-        );
-        in_each_schedule(|sim| {
-            let what = format!("{rows} rows of {shape:?} taps {taps} {:?}", sim.order);
-            let ss = sim.tensor(taps - 1, channels, &conv_state);
-            let qkv = ops::conv_qkv_norm(
-                sim,
-                &sim.tensor(rows, channels, &m),
-                &sim.tensor(channels, taps, &w),
-                &ss,
-                shape,
-                q_scale,
-                eps,
-            )
-            .expect("conv_qkv_norm");
-            assert_close(&format!("conv_qkv_norm q {what}"), &qkv.q.values(), &want_q);
-            assert_close(&format!("conv_qkv_norm k {what}"), &qkv.k.values(), &want_k);
-            assert_close(&format!("conv_qkv_norm v {what}"), &qkv.v.values(), &want_v);
-            assert_eq!(ss.values(), want_state, "conv state {what}");
-        });
+        conv_qkv_norm_against_cpu(&cpu, &mut rng, rows, shape, taps);
     }
 }

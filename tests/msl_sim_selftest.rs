@@ -341,28 +341,13 @@ fn missing_barrier_is_caught_in_one_order() {
     let x: Vec<f32> = (0..n).map(|k| k as f32).collect();
     let expected: Vec<f32> = (0..n).map(|k| k.saturating_sub(1) as f32).collect();
     let mut wrong_orders = 0;
-    for with_barrier in [1u32, 0] {
-        for order in Order::BOTH {
-            let bufs = [
-                DeviceBuffer::from_f32(&x),
-                DeviceBuffer::zeroed(n * 4),
-                DeviceBuffer::from_u32(&[with_barrier]),
-            ];
-            let refs: Vec<&DeviceBuffer> = bufs.iter().collect();
-            let counts = prog
-                .dispatch("rotate", [1, 1, 1], [n as u32, 1, 1], &refs, order)
-                .expect("dispatch");
-            counts.converged().expect("converged");
-            let out = bufs[1].f32s();
-            if with_barrier == 1 {
-                assert_eq!(out, expected, "{order:?}");
-            } else if out != expected {
-                assert!(
-                    out.iter().any(|v| v.is_nan()),
-                    "poisoned memory shows as NaN"
-                );
-                wrong_orders += 1;
-            }
+    for (_, out) in outputs_without_barrier(&prog, "rotate", &x, &expected, &Order::BOTH) {
+        if out != expected {
+            assert!(
+                out.iter().any(|v| v.is_nan()),
+                "poisoned memory shows as NaN"
+            );
+            wrong_orders += 1;
         }
     }
     // Forward order runs each writer before its reader; only the reverse order shows this race.
@@ -370,6 +355,39 @@ fn missing_barrier_is_caught_in_one_order() {
         wrong_orders, 1,
         "the race shows in exactly one of the two orders"
     );
+}
+
+/// Runs `kernel(x, out, with_barrier)` as one threadgroup of `x.len()` threads in each order,
+/// with its barrier (which must give `expected`) and without; returns the outputs without.
+fn outputs_without_barrier(
+    prog: &Program,
+    kernel: &str,
+    x: &[f32],
+    expected: &[f32],
+    orders: &[Order],
+) -> Vec<(Order, Vec<f32>)> {
+    let mut without = Vec::new();
+    for with_barrier in [1u32, 0] {
+        for &order in orders {
+            let bufs = [
+                DeviceBuffer::from_f32(x),
+                DeviceBuffer::zeroed(x.len() * 4),
+                DeviceBuffer::from_u32(&[with_barrier]),
+            ];
+            let refs: Vec<&DeviceBuffer> = bufs.iter().collect();
+            let counts = prog
+                .dispatch(kernel, [1, 1, 1], [x.len() as u32, 1, 1], &refs, order)
+                .expect("dispatch");
+            counts.converged().expect("converged");
+            let out = bufs[1].f32s();
+            if with_barrier == 1 {
+                assert_eq!(out, expected, "{order:?}");
+            } else {
+                without.push((order, out));
+            }
+        }
+    }
+    without
 }
 
 #[test]
@@ -445,35 +463,17 @@ fn race_split_only_by_a_simd_reduction_is_caught() {
     let expected: Vec<f32> = (0..n)
         .map(|i| x[i / 32 * 32..i / 32 * 32 + 32].iter().sum::<f32>() + x[(i + 32) % n])
         .collect();
-    for with_barrier in [1u32, 0] {
-        for order in Order::schedules(2) {
-            let bufs = [
-                DeviceBuffer::from_f32(&x),
-                DeviceBuffer::zeroed(n * 4),
-                DeviceBuffer::from_u32(&[with_barrier]),
-            ];
-            let refs: Vec<&DeviceBuffer> = bufs.iter().collect();
-            let counts = prog
-                .dispatch(
-                    "read_next_simdgroup",
-                    [1, 1, 1],
-                    [n as u32, 1, 1],
-                    &refs,
-                    order,
-                )
-                .expect("dispatch");
-            counts.converged().expect("converged");
-            let out = bufs[1].f32s();
-            if with_barrier == 1 {
-                assert_eq!(out, expected, "{order:?}");
-            } else if matches!(order, Order::Forward | Order::Reverse) {
-                // The SIMD-group whose sum completes first runs on to its read before the
-                // SIMD-group it reads from has written.
-                assert!(
-                    out.iter().any(|v| v.is_nan()),
-                    "{order:?}: the race went unseen"
-                );
-            }
+    let orders = Order::schedules(2);
+    for (order, out) in
+        outputs_without_barrier(&prog, "read_next_simdgroup", &x, &expected, &orders)
+    {
+        if matches!(order, Order::Forward | Order::Reverse) {
+            // The SIMD-group whose sum completes first runs on to its read before the
+            // SIMD-group it reads from has written.
+            assert!(
+                out.iter().any(|v| v.is_nan()),
+                "{order:?}: the race went unseen"
+            );
         }
     }
 }
