@@ -199,10 +199,10 @@ struct Worker {
 };
 
 thread_local Worker* current_worker = nullptr;
+thread_local Fiber* current_fiber = nullptr;
 // Dispatches in a random schedule now running in this process: while none is, a memory access
 // costs one load (thread-local variables of a dlopen'ed library cost a call each).
 std::atomic<uint32_t> random_dispatches{0};
-thread_local Fiber* current_fiber = nullptr;
 // Returned for an unbound buffer index, so that the dispatch finishes and reports the error.
 alignas(64) char unbound_buffer[1 << 16];
 
@@ -266,14 +266,8 @@ void Worker::run_group(uint64_t linear) {
     for (;;) {
         int next = next_runnable(&cursor);
         if (next < 0) {
-            bool any_simd = false;
-            for (uint32_t first = 0; first < threads; first += SIMD_WIDTH) {
-                any_simd |= complete_simd_call(first);
-            }
-            if (any_simd) {
-                cursor = 0;
-                continue;
-            }
+            // Every SIMD-group call whose lanes all wait has completed (see below): what is left
+            // waits at a barrier, or is done.
             bool any_waiting = false;
             for (uint32_t i = 0; i < threads; i++) {
                 any_waiting |= fibers[i].state == FiberState::BarrierWait;
@@ -287,6 +281,7 @@ void Worker::run_group(uint64_t linear) {
         current_fiber = &f;
         msl_sim_switch(&scheduler_sp, f.sp);
         current_fiber = nullptr;
+        // A fiber that stopped (waits or is done) may be the last of its SIMD-group to wait.
         uint32_t first = static_cast<uint32_t>(next) / SIMD_WIDTH * SIMD_WIDTH;
         if (f.state != FiberState::Runnable && complete_simd_call(first)) {
             uint32_t last = std::min(first + SIMD_WIDTH, threads) - 1;
