@@ -1,7 +1,7 @@
 //! `qwen35 bench`: the backend comparison benchmark (prefill, decode, roofline, profile) on a
 //! model file or a synthetic one, and `qwen35 bench gemv`, the GEMV microbenchmark.
 
-use super::{open_gguf, parse_backend};
+use super::{at_least_one, cpu_threads, open_gguf, parse_backend};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use qwen35::backend::cpu::{CpuBackend, CpuMode};
@@ -47,27 +47,27 @@ struct ModelBenchArgs {
     /// File type of the synthetic model: q4_k_m, q8_0 or f16.
     #[arg(long, value_parser = super::synth::parse_quant, default_value = "q4_k_m", conflicts_with = "model")]
     quant: Quant,
-    /// Backends to compare, comma-separated (cpu, wgpu, metal).
+    /// Backends to compare, comma-separated (cpu, cpu-fast, wgpu, metal).
     #[arg(long, value_delimiter = ',', value_parser = parse_backend, default_value = "cpu")]
     backend: Vec<BackendKind>,
     /// Prompt lengths timed for prefill, comma-separated.
-    #[arg(short = 'p', long = "prompt", value_delimiter = ',', value_parser = positive, default_value = "512")]
+    #[arg(short = 'p', long = "prompt", value_delimiter = ',', value_parser = at_least_one, default_value = "512")]
     prompt_sizes: Vec<usize>,
     /// Tokens timed for decode.
-    #[arg(short = 'n', long = "decode", value_parser = positive, default_value = "128")]
+    #[arg(short = 'n', long = "decode", value_parser = at_least_one, default_value = "128")]
     decode_tokens: usize,
     /// Prompt lengths for the CPU backends (cpu, cpu-fast) instead of -p: on a large model the
     /// CPU takes minutes per prefill at the sizes a GPU is timed at. Same table, own columns.
-    #[arg(long = "cpu-prompt", value_delimiter = ',', value_parser = positive)]
+    #[arg(long = "cpu-prompt", value_delimiter = ',', value_parser = at_least_one)]
     cpu_prompt_sizes: Option<Vec<usize>>,
     /// Decode tokens for the CPU backends instead of -n.
-    #[arg(long = "cpu-decode", value_parser = positive)]
+    #[arg(long = "cpu-decode", value_parser = at_least_one)]
     cpu_decode_tokens: Option<usize>,
     /// Runs of each measurement (the report gives the median and range).
-    #[arg(short = 'r', long = "repeats", value_parser = positive, default_value = "3")]
+    #[arg(short = 'r', long = "repeats", value_parser = at_least_one, default_value = "3")]
     repeats: usize,
     /// CPU threads (default: all cores); also used by the bandwidth probe.
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     threads: Option<usize>,
     /// Write every number as JSON to this file.
     #[arg(long)]
@@ -96,18 +96,18 @@ struct GemvArgs {
     #[arg(long, value_parser = parse_ggml_type)]
     quant: GgmlType,
     /// Output rows of the matrix.
-    #[arg(long, value_parser = positive, default_value = "4096")]
+    #[arg(long, value_parser = at_least_one, default_value = "4096")]
     rows: usize,
     /// Input columns of the matrix (whole blocks of the type).
-    #[arg(long, value_parser = positive, default_value = "4096")]
+    #[arg(long, value_parser = at_least_one, default_value = "4096")]
     cols: usize,
     #[arg(long, value_parser = parse_backend, default_value = "cpu")]
     backend: BackendKind,
     /// GEMVs per timing.
-    #[arg(short = 'r', long = "repeats", value_parser = positive, default_value = "100")]
+    #[arg(short = 'r', long = "repeats", value_parser = at_least_one, default_value = "100")]
     repeats: usize,
     /// CPU threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     threads: Option<usize>,
     /// Write the numbers as JSON to this file.
     #[arg(long)]
@@ -122,7 +122,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 }
 
 fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
-    let threads = args.threads.unwrap_or_else(all_cores);
+    let threads = cpu_threads(args.threads);
     let skip = args.skip.unwrap_or_default();
     let mut progress = Progress::new();
     let (file, model, _temp) = match &args.model {
@@ -232,7 +232,7 @@ fn run_gemv_bench(args: GemvArgs) -> anyhow::Result<()> {
             } else {
                 CpuMode::Exact
             };
-            let cpu = CpuBackend::with_options(args.threads.unwrap_or_else(all_cores), mode)?;
+            let cpu = CpuBackend::with_options(cpu_threads(args.threads), mode)?;
             run_gemv(&cpu, args.backend.name(), &opts)?
         }
         BackendKind::Wgpu => {
@@ -344,17 +344,6 @@ impl Progress {
         if self.enabled {
             let _ = write!(std::io::stderr(), "\r{:72}\r", "");
         }
-    }
-}
-
-fn all_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-fn positive(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("{s:?} is not a positive whole number")),
     }
 }
 

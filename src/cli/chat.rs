@@ -4,7 +4,7 @@
 //! chooses between a fresh context (the system prompt is kept and prefilled again) and stopping.
 
 use super::generate::{generate, Limits, StopReason};
-use super::{load, EngineArgs, SamplingArgs};
+use super::{at_least_one, load, EngineArgs, SamplingArgs};
 use anyhow::Context;
 use clap::Args;
 use qwen35::chat::{render_prompt, render_turn, Message, Role};
@@ -25,7 +25,7 @@ pub struct ChatArgs {
     #[arg(long)]
     system: Option<String>,
     /// Let the model reason in a <think> block before answering (the default).
-    #[arg(long, overrides_with = "no_think")]
+    #[arg(long, conflicts_with = "no_think")]
     think: bool,
     /// Answer directly, without a reasoning block.
     #[arg(long = "no-think")]
@@ -34,7 +34,7 @@ pub struct ChatArgs {
     #[arg(long)]
     hide_thinking: bool,
     /// Most tokens per reply.
-    #[arg(short = 'n', long, default_value_t = 4096)]
+    #[arg(short = 'n', long, default_value_t = 4096, value_parser = at_least_one)]
     n_predict: usize,
 }
 

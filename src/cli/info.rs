@@ -13,7 +13,7 @@ pub struct InfoArgs {
     #[arg(short, long)]
     model: PathBuf,
     /// Context length to size the state for.
-    #[arg(long, default_value_t = 8192)]
+    #[arg(long, default_value_t = 8192, value_parser = super::at_least_one)]
     ctx: usize,
 }
 

@@ -1,0 +1,124 @@
+//! Flags out of their range are refused before anything loads, with a message that names the
+//! flag and the range; negative numbers reach the check instead of reading as flags.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn qwen35(args: &[&str]) -> Output {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-f32.gguf");
+    let (subcommand, rest) = args.split_first().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_qwen35"))
+        .arg(subcommand)
+        .arg("-m")
+        .arg(fixture)
+        .args(rest)
+        .output()
+        .expect("qwen35 starts")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// `args` must fail as a usage error (status 2) whose message holds `flag` and `range`.
+fn assert_refused(args: &[&str], flag: &str, range: &str) {
+    let output = qwen35(args);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+    assert!(
+        message.contains(flag) && message.contains(range),
+        "{args:?} should name {flag} and {range:?}: {message}"
+    );
+    assert!(!message.contains("panicked"), "{args:?}: {message}");
+}
+
+const RUN: &[&str] = &["run", "-p", "hi"];
+
+fn run_with(flags: &[&'static str]) -> Vec<&'static str> {
+    RUN.iter().chain(flags).copied().collect()
+}
+
+#[test]
+fn sampling_flags_out_of_range_are_refused() {
+    let at_least_zero = "at least 0";
+    for (flags, flag, range) in [
+        (&["--temp", "-1"][..], "--temp", at_least_zero),
+        (&["--temp=-0.5"], "--temp", at_least_zero),
+        (&["--temp", "nan"], "--temp", at_least_zero),
+        (&["--temp", "inf"], "--temp", at_least_zero),
+        (&["--top-p", "2"], "--top-p", "above 0 and at most 1"),
+        (&["--top-p", "0"], "--top-p", "above 0 and at most 1"),
+        (&["--min-p", "5"], "--min-p", "from 0 to 1"),
+        (&["--min-p", "-0.1"], "--min-p", "from 0 to 1"),
+        (&["--repeat-penalty", "0"], "--repeat-penalty", "above 0"),
+        (&["--repeat-penalty", "-1.5"], "--repeat-penalty", "above 0"),
+    ] {
+        assert_refused(&run_with(flags), flag, range);
+    }
+    // The same parsers serve chat.
+    assert_refused(
+        &["chat", "--top-p", "1.5"],
+        "--top-p",
+        "above 0 and at most 1",
+    );
+}
+
+#[test]
+fn counts_of_zero_are_refused() {
+    let one = "at least 1";
+    assert_refused(&run_with(&["-n", "0"]), "--n-predict", one);
+    assert_refused(&run_with(&["--ctx", "0"]), "--ctx", one);
+    assert_refused(&run_with(&["--threads", "0"]), "--threads", one);
+    assert_refused(&["chat", "-n", "0"], "--n-predict", one);
+    assert_refused(&["eval", "--ctx", "0", "--tokens", "x"], "--ctx", one);
+    assert_refused(&["info", "--ctx", "0"], "--ctx", one);
+}
+
+#[test]
+fn think_and_no_think_together_are_refused() {
+    assert_refused(
+        &["chat", "--think", "--no-think"],
+        "--think",
+        "cannot be used with",
+    );
+}
+
+#[test]
+fn values_in_range_are_accepted() {
+    let output = qwen35(&run_with(&[
+        "-n",
+        "2",
+        "--temp",
+        "0.5",
+        "--top-p",
+        "1",
+        "--min-p",
+        "0",
+        "--repeat-penalty",
+        "1.1",
+        "--seed",
+        "1",
+    ]));
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
+fn more_threads_than_cores_are_cut_to_the_cores_with_a_warning() {
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let output = qwen35(&run_with(&[
+        "-n",
+        "1",
+        "--temp",
+        "0",
+        "--threads",
+        "100000",
+    ]));
+    let message = stderr(&output);
+    assert!(output.status.success(), "{message}");
+    assert!(
+        message.contains(&format!(
+            "--threads 100000 is more than the {cores} cores here; using {cores}"
+        )),
+        "{message}"
+    );
+}
