@@ -12,7 +12,7 @@ mod tokenize;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use qwen35::gguf::GgufFile;
+use qwen35::gguf::{GgufError, GgufFile};
 use qwen35::model::{load_engine, BackendKind, Engine};
 use qwen35::sample::SamplerConfig;
 use qwen35::tokenizer::Tokenizer;
@@ -174,8 +174,12 @@ fn parse_backend(name: &str) -> Result<BackendKind, String> {
 }
 
 pub fn open_gguf(path: &Path) -> anyhow::Result<Arc<GgufFile>> {
-    let file = GgufFile::open(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(Arc::new(file))
+    match GgufFile::open(path) {
+        Ok(file) => Ok(Arc::new(file)),
+        // It names the path already.
+        Err(e @ GgufError::Io { .. }) => Err(e.into()),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
+    }
 }
 
 pub fn load_tokenizer(file: &GgufFile, path: &Path) -> anyhow::Result<Tokenizer> {
