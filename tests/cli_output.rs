@@ -136,3 +136,22 @@ fn the_vulkan_driver_does_not_complain_about_xdg_runtime_dir() {
     }
     assert!(!stderr.contains("XDG_RUNTIME_DIR"), "{stderr}");
 }
+
+/// The speed line after `run` counts in words a reader expects: "1 token", and the stop reason
+/// as words rather than an enum's name.
+#[test]
+fn run_reports_its_stop_in_words() {
+    let output = qwen35()
+        .args(["run", "-m"])
+        .arg(fixture("tiny-f32.gguf"))
+        .args(["-p", "Hello", "-n", "1", "--temp", "0"])
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("decode 1 token in"), "{stderr}");
+    assert!(
+        stderr.contains("[stop: token limit (-n) reached]"),
+        "{stderr}"
+    );
+}

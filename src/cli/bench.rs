@@ -9,7 +9,7 @@ use qwen35::backend::gpu::Wgpu;
 use qwen35::backend::metal::Metal;
 use qwen35::bench::{
     bench_backend, probe_read_gbps, render_gemv, render_svg, render_table, run_gemv,
-    weight_bytes_per_token, BenchOptions, GemvOptions, Peak, PeakSource, Report,
+    weight_bytes_per_token, BenchEvent, BenchOptions, GemvOptions, Peak, PeakSource, Report,
 };
 use qwen35::model::forward::SkipLayers;
 use qwen35::model::{BackendKind, Config};
@@ -125,6 +125,16 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
     let threads = cpu_threads(args.threads);
     let skip = args.skip.unwrap_or_default();
     let mut progress = Progress::new();
+    if args.model.is_none() && args.preset.is_none() {
+        eprintln!(
+            "no --model or --preset given: benchmarking the tiny preset (a synthetic 4-layer \
+             model; --preset qwen3.5-0.8b is the smallest real size)"
+        );
+    }
+    let small = args.model.is_none() && matches!(args.preset, None | Some(Preset::Tiny));
+    if args.backend.contains(&BackendKind::Wgpu) {
+        warn_of_a_software_rasterizer(small);
+    }
     let (file, model, _temp) = match &args.model {
         Some(path) => (open_gguf(path)?, path.display().to_string(), None),
         None => {
@@ -160,7 +170,7 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
             },
             (None, BackendKind::Cpu | BackendKind::CpuFast) => {
                 if probed.is_none() {
-                    progress.line("measuring the CPU's streaming-read bandwidth");
+                    progress.status("measuring the CPU's streaming-read bandwidth");
                     probed = Some(probe_read_gbps(threads).context("bandwidth probe")?);
                 }
                 Peak {
@@ -187,7 +197,10 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
             &opts,
             bytes_per_token,
             peak,
-            &mut |line| progress.line(line),
+            &mut |event| match event {
+                BenchEvent::Starting(text) => progress.status(text),
+                BenchEvent::Measured(text) => progress.measured(text),
+            },
         ));
     }
     progress.done();
@@ -287,7 +300,7 @@ fn synthesize(
         vocab_from: None,
     };
     write_synthetic(&opts, &temp.0, |written, total| {
-        progress.line(&format!(
+        progress.status(&format!(
             "synthesizing {} {}: {:.0}%",
             preset.name(),
             quant.name(),
@@ -314,37 +327,71 @@ fn write_json(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
     std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
 }
 
-/// One line on a terminal's stderr, overwritten at most every 100 ms; nothing when stderr is
-/// not a terminal, so logs do not fill with it.
+/// Progress on stderr. On a terminal: one status line, overwritten at most every 100 ms, and
+/// finished measurements shown in it too. Elsewhere (a log, CI): one line per finished
+/// measurement and nothing else, so a long run shows it is alive without filling the log.
 struct Progress {
-    enabled: bool,
+    terminal: bool,
     last: Option<Instant>,
 }
 
 impl Progress {
     fn new() -> Progress {
         Progress {
-            enabled: std::io::stderr().is_terminal(),
+            terminal: std::io::stderr().is_terminal(),
             last: None,
         }
     }
 
-    fn line(&mut self, text: &str) {
+    fn status(&mut self, text: &str) {
         let due = self
             .last
             .is_none_or(|t| t.elapsed() >= Duration::from_millis(100));
-        if self.enabled && due {
-            self.last = Some(Instant::now());
-            // Best effort: a closed stderr does not stop a run.
-            let _ = write!(std::io::stderr(), "\r{text:<72.72}");
+        if self.terminal && due {
+            self.overwrite(text);
         }
     }
 
+    fn measured(&mut self, text: &str) {
+        if self.terminal {
+            self.overwrite(text);
+        } else {
+            // Best effort: a closed stderr does not stop a run.
+            let _ = writeln!(std::io::stderr(), "{text}");
+        }
+    }
+
+    fn overwrite(&mut self, text: &str) {
+        self.last = Some(Instant::now());
+        let _ = write!(std::io::stderr(), "\r{text:<72.72}");
+    }
+
     fn done(&mut self) {
-        if self.enabled {
+        if self.terminal {
             let _ = write!(std::io::stderr(), "\r{:72}\r", "");
         }
     }
+}
+
+/// Timings on a software rasterizer (lavapipe, llvmpipe, SwiftShader) measure the CPU running
+/// a GPU emulation, not a GPU; and a real-size model there runs for a very long time.
+fn warn_of_a_software_rasterizer(small_model: bool) {
+    let Ok(adapter) = qwen35::backend::gpu::adapter_info() else {
+        return; // bench reports the backend as not run, with the reason.
+    };
+    if adapter.device_type != wgpu::DeviceType::Cpu {
+        return;
+    }
+    let size = if small_model {
+        ""
+    } else {
+        "; a model beyond the tiny preset will take a very long time here"
+    };
+    eprintln!(
+        "warning: wgpu's adapter here is {}, a software rasterizer running on the CPU: its \
+         timings say nothing about a GPU{size}",
+        adapter.name
+    );
 }
 
 fn parse_skip(name: &str) -> Result<SkipLayers, String> {

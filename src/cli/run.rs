@@ -66,10 +66,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         },
     )?;
     println!();
-    eprintln!(
-        "{} [stop: {:?}]",
-        generation.speed_report(),
-        generation.stop
-    );
+    eprintln!("{} [stop: {}]", generation.speed_report(), generation.stop);
     Ok(())
 }
