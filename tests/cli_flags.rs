@@ -122,3 +122,39 @@ fn more_threads_than_cores_are_cut_to_the_cores_with_a_warning() {
         "{message}"
     );
 }
+
+/// `eval --tokens` takes the ids themselves or a file of them, with the same logits; a value
+/// that is neither is named.
+#[test]
+fn eval_takes_token_ids_inline_or_from_a_file() {
+    let dir = std::env::temp_dir().join(format!("qwen35-cli-flags-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ids = dir.join("ids.txt");
+    std::fs::write(&ids, "5 6\n7\n").unwrap();
+    let logits = |tokens: &str, name: &str| {
+        let out = dir.join(name);
+        let output = qwen35(&[
+            "eval",
+            "--tokens",
+            tokens,
+            "--dump-logits",
+            out.to_str().unwrap(),
+        ]);
+        assert!(output.status.success(), "{tokens}: {}", stderr(&output));
+        std::fs::read(out).unwrap()
+    };
+    let from_file = logits(ids.to_str().unwrap(), "file.npy");
+    let inline = logits("5,6,7", "inline.npy");
+    let missing = qwen35(&[
+        "eval",
+        "--tokens",
+        "no/such/ids.txt",
+        "--dump-logits",
+        "x.npy",
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(from_file, inline);
+    assert!(
+        stderr(&missing).contains("\"no/such/ids.txt\" is neither a file nor a list of token ids")
+    );
+}
