@@ -74,6 +74,18 @@ fn counts_of_zero_are_refused() {
     assert_refused(&["info", "--ctx", "0"], "--ctx", one);
 }
 
+/// A negative value is a value, refused with its range, not an unknown flag "-5".
+#[test]
+fn negative_counts_are_read_as_values_and_refused() {
+    let one = "at least 1";
+    assert_refused(&run_with(&["--ctx", "-5"]), "--ctx", one);
+    assert_refused(&run_with(&["-n", "-1"]), "--n-predict", one);
+    assert_refused(&run_with(&["--top-k", "-1"]), "--top-k", "at least 0");
+    assert_refused(&["bench", "-p", "-5"], "--prompt", one);
+    assert_refused(&["bench", "-r", "-1"], "--repeats", one);
+    assert_refused(&["bench", "--peak-gbps", "-1"], "--peak-gbps", "above 0");
+}
+
 #[test]
 fn think_and_no_think_together_are_refused() {
     assert_refused(

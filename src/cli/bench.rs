@@ -51,23 +51,23 @@ struct ModelBenchArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_backend, default_value = "cpu")]
     backend: Vec<BackendKind>,
     /// Prompt lengths timed for prefill, comma-separated.
-    #[arg(short = 'p', long = "prompt", value_delimiter = ',', value_parser = at_least_one, default_value = "512")]
+    #[arg(short = 'p', long = "prompt", value_delimiter = ',', allow_negative_numbers = true, value_parser = at_least_one, default_value = "512")]
     prompt_sizes: Vec<usize>,
     /// Tokens timed for decode.
-    #[arg(short = 'n', long = "decode", value_parser = at_least_one, default_value = "128")]
+    #[arg(short = 'n', long = "decode", allow_negative_numbers = true, value_parser = at_least_one, default_value = "128")]
     decode_tokens: usize,
     /// Prompt lengths for the CPU backends (cpu, cpu-fast) instead of -p: on a large model the
     /// CPU takes minutes per prefill at the sizes a GPU is timed at. Same table, own columns.
-    #[arg(long = "cpu-prompt", value_delimiter = ',', value_parser = at_least_one)]
+    #[arg(long = "cpu-prompt", value_delimiter = ',', allow_negative_numbers = true, value_parser = at_least_one)]
     cpu_prompt_sizes: Option<Vec<usize>>,
     /// Decode tokens for the CPU backends instead of -n.
-    #[arg(long = "cpu-decode", value_parser = at_least_one)]
+    #[arg(long = "cpu-decode", allow_negative_numbers = true, value_parser = at_least_one)]
     cpu_decode_tokens: Option<usize>,
     /// Runs of each measurement (the report gives the median and range).
-    #[arg(short = 'r', long = "repeats", value_parser = at_least_one, default_value = "3")]
+    #[arg(short = 'r', long = "repeats", allow_negative_numbers = true, value_parser = at_least_one, default_value = "3")]
     repeats: usize,
     /// CPU threads (default: all cores); also used by the bandwidth probe.
-    #[arg(long, value_parser = at_least_one)]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     threads: Option<usize>,
     /// Write every number as JSON to this file.
     #[arg(long)]
@@ -83,7 +83,7 @@ struct ModelBenchArgs {
     skip: Option<SkipLayers>,
     /// Memory bandwidth in GB/s to hold decode against (default: a streaming-read probe on the
     /// CPU; unknown for GPUs).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = positive_gbps)]
     peak_gbps: Option<f64>,
     /// Seed of the random prompts and of the synthetic weights.
     #[arg(long, default_value_t = 0)]
@@ -96,18 +96,18 @@ struct GemvArgs {
     #[arg(long, value_parser = parse_ggml_type)]
     quant: GgmlType,
     /// Output rows of the matrix.
-    #[arg(long, value_parser = at_least_one, default_value = "4096")]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one, default_value = "4096")]
     rows: usize,
     /// Input columns of the matrix (whole blocks of the type).
-    #[arg(long, value_parser = at_least_one, default_value = "4096")]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one, default_value = "4096")]
     cols: usize,
     #[arg(long, value_parser = parse_backend, default_value = "cpu")]
     backend: BackendKind,
     /// GEMVs per timing.
-    #[arg(short = 'r', long = "repeats", value_parser = at_least_one, default_value = "100")]
+    #[arg(short = 'r', long = "repeats", allow_negative_numbers = true, value_parser = at_least_one, default_value = "100")]
     repeats: usize,
     /// CPU threads (default: all cores).
-    #[arg(long, value_parser = at_least_one)]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     threads: Option<usize>,
     /// Write the numbers as JSON to this file.
     #[arg(long)]
@@ -392,6 +392,13 @@ fn warn_of_a_software_rasterizer(small_model: bool) {
          timings say nothing about a GPU{size}",
         adapter.name
     );
+}
+
+fn positive_gbps(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(gbps) if gbps.is_finite() && gbps > 0.0 => Ok(gbps),
+        _ => Err("must be a number of GB/s above 0".to_string()),
+    }
 }
 
 fn parse_skip(name: &str) -> Result<SkipLayers, String> {

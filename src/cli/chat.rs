@@ -36,7 +36,7 @@ pub struct ChatArgs {
     #[arg(long)]
     hide_thinking: bool,
     /// Most tokens per reply.
-    #[arg(short = 'n', long, default_value_t = 4096, value_parser = at_least_one)]
+    #[arg(short = 'n', long, default_value_t = 4096, allow_negative_numbers = true, value_parser = at_least_one)]
     n_predict: usize,
 }
 

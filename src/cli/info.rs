@@ -14,7 +14,7 @@ pub struct InfoArgs {
     #[arg(short, long)]
     model: PathBuf,
     /// Context length to size the state for.
-    #[arg(long, default_value_t = 8192, value_parser = super::at_least_one)]
+    #[arg(long, default_value_t = 8192, allow_negative_numbers = true, value_parser = super::at_least_one)]
     ctx: usize,
 }
 

@@ -73,10 +73,10 @@ pub struct EngineArgs {
     #[arg(long, default_value = "cpu", value_parser = parse_backend)]
     pub backend: BackendKind,
     /// Context length in tokens (default: the model's, capped at 8192).
-    #[arg(long, value_parser = at_least_one)]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     pub ctx: Option<usize>,
     /// CPU threads (default: all cores; more than the cores are cut to the cores).
-    #[arg(long, value_parser = at_least_one)]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     pub threads: Option<usize>,
 }
 
@@ -87,7 +87,7 @@ pub struct SamplingArgs {
     #[arg(long, default_value_t = 0.7, allow_negative_numbers = true, value_parser = temperature)]
     pub temp: f32,
     /// Keep only the k most likely tokens; 0 keeps all.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, allow_negative_numbers = true, value_parser = top_k)]
     pub top_k: usize,
     /// Keep the most likely tokens whose probabilities sum to p, above 0 and at most 1; 1 keeps all.
     #[arg(long, default_value_t = 0.8, allow_negative_numbers = true, value_parser = top_p)]
@@ -133,6 +133,11 @@ fn number_in(text: &str, range: &str, accepts: impl Fn(f32) -> bool) -> Result<f
 
 fn temperature(text: &str) -> Result<f32, String> {
     number_in(text, "of at least 0 (0 is greedy)", |t| t >= 0.0)
+}
+
+fn top_k(text: &str) -> Result<usize, String> {
+    text.parse()
+        .map_err(|_| "must be a whole number of at least 0 (0 keeps all)".to_string())
 }
 
 fn top_p(text: &str) -> Result<f32, String> {

@@ -19,7 +19,7 @@ pub struct RunArgs {
     #[arg(short, long)]
     prompt: String,
     /// Most tokens to generate.
-    #[arg(short = 'n', long, default_value_t = 256, value_parser = at_least_one)]
+    #[arg(short = 'n', long, default_value_t = 256, allow_negative_numbers = true, value_parser = at_least_one)]
     n_predict: usize,
     /// Wrap the prompt as one ChatML user turn.
     #[arg(long)]
