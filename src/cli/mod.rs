@@ -72,7 +72,7 @@ pub struct EngineArgs {
     /// Who runs the ops: cpu (exact), cpu-fast (14-bit activations), wgpu or metal.
     #[arg(long, default_value = "cpu", value_parser = parse_backend)]
     pub backend: BackendKind,
-    /// Context length in tokens (default: the model's, capped at 8192).
+    /// Context length in tokens (default: 8192).
     #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     pub ctx: Option<usize>,
     /// CPU threads (default: all cores; more than the cores are cut to the cores).
@@ -160,8 +160,8 @@ pub fn at_least_one(text: &str) -> Result<usize, String> {
     }
 }
 
-/// The CPU threads to use: all cores by default, and never more than the cores, since extra
-/// threads only wait on each other (1000 threads slowed a 2-token prefill on 2 cores to 3.6 s).
+/// The CPU threads to use: all cores by default, and never more than the cores, since threads
+/// beyond them only take turns on the cores and wait for each other at every op.
 pub fn cpu_threads(requested: Option<usize>) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     match requested {
