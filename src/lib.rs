@@ -14,3 +14,4 @@ pub mod quant;
 pub mod sample;
 pub mod synth;
 pub mod tokenizer;
+pub mod units;

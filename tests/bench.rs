@@ -330,3 +330,65 @@ fn wgpu_row_is_included_when_an_adapter_exists() {
     );
     assert!(gemv.contains("GB/s"), "{gemv}");
 }
+
+/// Runs `qwen35 bench ARGS` with stderr captured (not a terminal); returns (stdout, stderr).
+fn bench_logged(args: &[&str]) -> (String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_qwen35"))
+        .arg("bench")
+        .args(args)
+        .output()
+        .expect("qwen35 runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{args:?}: {stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+/// In a log (stderr not a terminal), each finished measurement is one line as it finishes, and
+/// no carriage-return status line; bare `bench` says which model it runs.
+#[test]
+fn a_log_gets_one_line_per_measurement() {
+    let (stdout, stderr) = bench_logged(&["--backend", "cpu", "-p", "4,8", "-n", "2", "-r", "1"]);
+    assert!(stderr.contains("benchmarking the tiny preset"), "{stderr}");
+    assert!(!stderr.contains('\r'), "{stderr:?}");
+    let measured: Vec<&str> = stderr.lines().filter(|l| l.starts_with("cpu: ")).collect();
+    assert_eq!(measured.len(), 3, "{stderr}");
+    assert!(measured[0].starts_with("cpu: prefill 4 tokens: ") && measured[0].ends_with(" tok/s"));
+    assert!(measured[1].starts_with("cpu: prefill 8 tokens: "));
+    assert!(measured[2].starts_with("cpu: decode 2 tokens: "));
+    // One run is a run, and sizes are in binary units.
+    assert!(stdout.contains("of 1 run;"), "{stdout}");
+    assert!(stdout.contains(" MiB"), "{stdout}");
+    assert!(
+        !stdout.contains(" MB") && !stdout.contains(" GB)"),
+        "{stdout}"
+    );
+}
+
+/// On a software rasterizer (lavapipe) bench says, before it starts, that wgpu's timings there
+/// do not measure a GPU, and that a real-size model will take very long; on a GPU it says nothing.
+#[test]
+fn a_software_rasterizer_is_named_before_the_run() {
+    let software = match qwen35::backend::gpu::adapter_info() {
+        Ok(info) => info.device_type == wgpu::DeviceType::Cpu,
+        Err(error) => {
+            assert!(
+                std::env::var("QWEN35_REQUIRE_GPU").as_deref() != Ok("1"),
+                "QWEN35_REQUIRE_GPU=1 but wgpu has no adapter: {error}"
+            );
+            eprintln!("not run: wgpu has no adapter: {error}");
+            return;
+        }
+    };
+    let (_, stderr) = bench_logged(&["--backend", "wgpu", "-p", "4", "-n", "1", "-r", "1"]);
+    let warning = stderr
+        .lines()
+        .position(|l| l.contains("software rasterizer"));
+    assert_eq!(warning.is_some(), software, "{stderr}");
+    if let Some(warning) = warning {
+        let first_measurement = stderr.lines().position(|l| l.starts_with("wgpu: "));
+        assert!(first_measurement.is_some_and(|m| m > warning), "{stderr}");
+        // The tiny preset is quick even there: no size warning for it.
+        assert!(!stderr.contains("very long"), "{stderr}");
+    }
+}

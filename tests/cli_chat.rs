@@ -12,20 +12,18 @@ const SYSTEM: &str = "Be brief.";
 
 /// Runs a greedy chat on the tiny fixture with `input` as stdin; replies are at most `n` tokens.
 fn chat(input: &str, n: usize) -> Output {
+    chat_with(&["--system", SYSTEM], input, n)
+}
+
+/// [`chat`] with `flags` in place of the system prompt.
+fn chat_with(flags: &[&str], input: &str, n: usize) -> Output {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-f32.gguf");
     let mut child = Command::new(env!("CARGO_BIN_EXE_qwen35"))
         .arg("chat")
         .arg("-m")
         .arg(fixture)
-        .args([
-            "--ctx",
-            CTX,
-            "--temp",
-            "0",
-            "--no-think",
-            "--system",
-            SYSTEM,
-        ])
+        .args(["--ctx", CTX, "--temp", "0", "--no-think"])
+        .args(flags)
         .args(["-n", &n.to_string(), "--threads", "1"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -85,6 +83,45 @@ fn a_full_context_can_stop_the_session() {
     let out = chat("hello there\n", 500);
     assert!(out.status.success());
     assert!(text(&out.stderr).ends_with("or stop [s]? \n"));
+}
+
+/// Without a system prompt, the question and the refusal do not mention one.
+#[test]
+fn a_full_context_without_a_system_prompt_does_not_mention_one() {
+    let huge = "word ".repeat(200);
+    let out = chat_with(&[], &format!("hello there\n{huge}\n"), 500);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("continue in a fresh context [c], or stop [s]? "),
+        "{stderr}"
+    );
+    let out = chat_with(&[], &format!("{huge}\n"), 5);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("leaves no room for a reply"), "{stderr}");
+    assert!(!stderr.contains("system prompt"), "{stderr}");
+}
+
+/// Lines that start with '/' are commands: /help lists them, an unknown one is refused, and
+/// neither reaches the model; a message may start with " /". Ctrl-D (end of input) at the
+/// prompt ends its line.
+#[test]
+fn commands_are_listed_and_unknown_ones_refused() {
+    let out = chat("/help\n/frobnicate\n", 5);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for command in ["/help", "/reset", "/quit"] {
+        assert!(stderr.contains(&format!("\n  {command} ")), "{stderr}");
+    }
+    assert!(
+        stderr.contains("(unknown command /frobnicate; /help lists the commands)"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "a reply: {}", text(&out.stdout));
+    assert!(stderr.ends_with("> \n"), "{stderr:?}");
+
+    let out = chat(" /etc is a path\n", 5);
+    assert!(!out.stdout.is_empty(), "{}", text(&out.stderr));
 }
 
 /// A turn that does not fit the rest of the context is not truncated: the user is asked, and a

@@ -137,7 +137,8 @@ fn container_damage_is_named() {
     let mut bad_magic = good.clone();
     bad_magic[..4].copy_from_slice(b"GGML");
     let e = info_fails("bad-magic", &bad_magic);
-    assert_names("bad-magic", &e, &["magic"]);
+    // Hex with its prefix: "47 47 4d 4c" would read as decimal.
+    assert_names("bad-magic", &e, &["not a GGUF file", "0x47 0x47 0x4d 0x4c"]);
 
     let mut version = good.clone();
     version[4..8].copy_from_slice(&7u32.to_le_bytes());
@@ -257,5 +258,25 @@ fn missing_file_is_named() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/model.gguf"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("/nonexistent/model.gguf").count(),
+        1,
+        "the path once: {stderr}"
+    );
+    assert!(stderr.contains("No such file"), "{stderr}");
+}
+
+#[test]
+fn a_directory_is_named_as_one() {
+    let dir = std::env::temp_dir();
+    let out = Command::new(env!("CARGO_BIN_EXE_qwen35"))
+        .args(["info", "-m"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is a directory"), "{stderr}");
+    assert!(!stderr.contains("os error"), "{stderr}");
 }

@@ -1,6 +1,6 @@
 """Writes the small seed corpora of the fuzz targets (run from the repository root):
 
-    /opt/fixenv/bin/python fuzz/seeds/make_seeds.py
+    python3 fuzz/seeds/make_seeds.py
 
 gguf_model: two micro qwen35 models that load (F32 with a 4-wide embedding; Q8_0 matrices with a
 32-wide one), both carrying the fixture's 352-token vocabulary, the fixture's header and metadata

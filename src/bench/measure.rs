@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::table::spread;
 use super::traffic::{peak_rss_bytes, reset_peak_rss};
 use super::{
     BackendReport, BackendRun, DecodeResult, OpProfile, OpRow, Peak, PrefillResult, Profile, Spread,
@@ -12,6 +13,7 @@ use crate::backend::{BackendStats, OpTiming};
 use crate::gguf::GgufFile;
 use crate::model::forward::SkipLayers;
 use crate::model::{load_engine, BackendKind, Engine, ModelError};
+use crate::units::count;
 
 /// What to measure on each backend.
 #[derive(Clone, Debug)]
@@ -33,15 +35,23 @@ pub struct BenchOptions {
 /// Tokens prefilled before decode is timed, so decode does not start from an empty state.
 const DECODE_PROMPT: usize = 16;
 
+/// What [`bench_backend`] reports as it goes.
+pub enum BenchEvent<'a> {
+    /// A step begins (loading, one timed run): a transient status line.
+    Starting(&'a str),
+    /// A measurement finished: its result, worth a line of its own in a log.
+    Measured(&'a str),
+}
+
 /// Loads `file` on `kind` and measures it; a backend that fails is reported with its error.
-/// `peak` is the bandwidth its decode is held against; `progress` gets one line per step.
+/// `peak` is the bandwidth its decode is held against; `progress` hears of every step.
 pub fn bench_backend(
     file: &Arc<GgufFile>,
     kind: BackendKind,
     opts: &BenchOptions,
     weight_bytes_per_token: u64,
     peak: Peak,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(BenchEvent),
 ) -> BackendReport {
     let outcome = measure(file, kind, opts, weight_bytes_per_token, peak, progress);
     BackendReport {
@@ -57,14 +67,14 @@ fn measure(
     opts: &BenchOptions,
     weight_bytes_per_token: u64,
     peak: Peak,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(BenchEvent),
 ) -> Result<BackendRun, ModelError> {
     let repeats = opts.repeats.max(1);
     let decode_tokens = opts.decode_tokens.max(1);
     let longest = opts.prompt_sizes.iter().copied().max().unwrap_or(1);
     let ctx = longest.max(DECODE_PROMPT) + decode_tokens + 1;
 
-    progress(&format!("{kind}: loading"));
+    progress(BenchEvent::Starting(&format!("{kind}: loading")));
     reset_peak_rss();
     let started = Instant::now();
     let mut engine = load_engine(Arc::clone(file), kind, opts.threads, ctx)?;
@@ -74,7 +84,9 @@ fn measure(
 
     // One untimed prefill and decode: first-use costs (pipeline compilation, page faults of the
     // mapped weights) are not what the runs measure.
-    progress(&format!("{kind}: warming up"));
+    progress(BenchEvent::Starting(&format!(
+        "{kind}: loaded in {load_seconds:.2} s; warming up"
+    )));
     let first = engine.eval(&prompts.take(DECODE_PROMPT), false)?;
     engine.eval(&[argmax(&first)], false)?;
 
@@ -82,27 +94,32 @@ fn measure(
     for &tokens in &opts.prompt_sizes {
         let mut rates = Vec::new();
         for run in 1..=repeats {
-            progress(&format!(
-                "{kind}: prefill {tokens} tokens, run {run}/{repeats}"
-            ));
+            progress(BenchEvent::Starting(&format!(
+                "{kind}: prefill {}, run {run}/{repeats}",
+                count(tokens, "token")
+            )));
             engine.reset();
             let prompt = prompts.take(tokens);
             let started = Instant::now();
             engine.eval(&prompt, false)?;
             rates.push(tokens as f64 / started.elapsed().as_secs_f64());
         }
-        prefill.push(PrefillResult {
-            tokens,
-            tok_per_s: Spread::of(&rates),
-        });
+        let tok_per_s = Spread::of(&rates);
+        progress(BenchEvent::Measured(&format!(
+            "{kind}: prefill {}: {} tok/s",
+            count(tokens, "token"),
+            spread(tok_per_s)
+        )));
+        prefill.push(PrefillResult { tokens, tok_per_s });
     }
 
     let mut seconds = Vec::new();
     let mut timed_counts = BackendStats::default();
     for run in 1..=repeats {
-        progress(&format!(
-            "{kind}: decode {decode_tokens} tokens, run {run}/{repeats}"
-        ));
+        progress(BenchEvent::Starting(&format!(
+            "{kind}: decode {}, run {run}/{repeats}",
+            count(decode_tokens, "token")
+        )));
         engine.reset();
         let next = argmax(&engine.eval(&prompts.take(DECODE_PROMPT), false)?);
         engine.take_stats();
@@ -117,7 +134,12 @@ fn measure(
         .map(|s| s * 1e3 / decode_tokens as f64)
         .collect();
 
-    progress(&format!("{kind}: profiled pass"));
+    progress(BenchEvent::Measured(&format!(
+        "{kind}: decode {}: {} tok/s",
+        count(decode_tokens, "token"),
+        spread(Spread::of(&tok_per_s))
+    )));
+    progress(BenchEvent::Starting(&format!("{kind}: profiled pass")));
     // Without --profile the pass only counts dispatches, on one token.
     let (profile_prompt, profile_tokens) = if opts.profile {
         (longest, decode_tokens)

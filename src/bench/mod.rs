@@ -10,7 +10,7 @@ mod table;
 mod traffic;
 
 pub use gemv::{run_gemv, GemvOptions, GemvReport, GemvTiming};
-pub use measure::{bench_backend, BenchOptions};
+pub use measure::{bench_backend, BenchEvent, BenchOptions};
 pub use plot::render_svg;
 pub use table::{render_gemv, render_table};
 pub use traffic::{peak_rss_bytes, probe_read_gbps, reset_peak_rss, weight_bytes_per_token};

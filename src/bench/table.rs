@@ -2,6 +2,7 @@
 //! numbers are, and with `--profile` one table per backend and phase.
 
 use super::{BackendRun, GemvReport, GemvTiming, OpProfile, PeakSource, Report, Spread};
+use crate::units::{bytes, count};
 
 /// The report as text for a terminal.
 pub fn render_table(report: &Report) -> String {
@@ -14,10 +15,10 @@ pub fn render_table(report: &Report) -> String {
         out.push_str(banner);
     }
     out.push_str(&format!(
-        "model: {} ({}), {} threads\nweights read per decode token: {} (run layers + output matrix + one embedding row)\n\n",
+        "model: {} ({}), {}\nweights read per decode token: {} (run layers + output matrix + one embedding row)\n\n",
         report.model,
         bytes(report.file_bytes),
-        report.threads,
+        count(report.threads, "thread"),
         bytes(report.weight_bytes_per_token),
     ));
 
@@ -43,8 +44,9 @@ pub fn render_table(report: &Report) -> String {
                 notes.push(peak_note(&backend.backend, run));
                 if common_decode.is_none() {
                     notes.push(format!(
-                        "{}: decode over {} tokens",
-                        backend.backend, run.decode.tokens
+                        "{}: decode over {}",
+                        backend.backend,
+                        count(run.decode.tokens, "token")
                     ));
                 }
             }
@@ -67,10 +69,10 @@ pub fn render_table(report: &Report) -> String {
         out.push('\n');
     }
     out.push_str(&format!(
-        "tok/s and ms/tok: median [min..max] of {} runs; prefill from an empty state, decode greedy after a 16-token prompt (argmax on the backend, each step queued before the previous token is read).\n\
+        "tok/s and ms/tok: median [min..max] of {}; prefill from an empty state, decode greedy after a 16-token prompt (argmax on the backend, each step queued before the previous token is read).\n\
          peak RSS: the whole process's high-water mark (VmHWM) while each backend ran; GPU memory is not in it.\n\
          disp/tok, submits/tok: counted on the timed decode runs (the CPU, which counts only while profiling: on a separate profiled pass).\n",
-        report.repeats
+        count(report.repeats, "run")
     ));
 
     for backend in &report.backends {
@@ -150,8 +152,8 @@ fn profile_table(backend: &str, phase: &str, profile: &OpProfile) -> String {
         columns(&rows)
     };
     format!(
-        "profile {backend}, {phase} ({} tokens):\n{body}",
-        profile.tokens
+        "profile {backend}, {phase} ({}):\n{body}",
+        count(profile.tokens, "token")
     )
 }
 
@@ -225,7 +227,8 @@ fn columns(rows: &[Vec<String>]) -> String {
     out
 }
 
-fn spread(s: Spread) -> String {
+/// A median with its range, as the table's cells show it.
+pub(super) fn spread(s: Spread) -> String {
     if s.min == s.max {
         number(s.median)
     } else {
@@ -244,14 +247,5 @@ pub(super) fn number(x: f64) -> String {
         a if a >= 100.0 => format!("{x:.0}"),
         a if a >= 10.0 => format!("{x:.1}"),
         _ => format!("{x:.2}"),
-    }
-}
-
-fn bytes(n: u64) -> String {
-    let n = n as f64;
-    if n >= 1e9 {
-        format!("{:.2} GB", n / 1e9)
-    } else {
-        format!("{:.1} MB", n / 1e6)
     }
 }

@@ -1,7 +1,7 @@
 //! `qwen35 bench`: the backend comparison benchmark (prefill, decode, roofline, profile) on a
 //! model file or a synthetic one, and `qwen35 bench gemv`, the GEMV microbenchmark.
 
-use super::{open_gguf, parse_backend};
+use super::{at_least_one, cpu_threads, open_gguf, parse_backend};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use qwen35::backend::cpu::{CpuBackend, CpuMode};
@@ -9,7 +9,7 @@ use qwen35::backend::gpu::Wgpu;
 use qwen35::backend::metal::Metal;
 use qwen35::bench::{
     bench_backend, probe_read_gbps, render_gemv, render_svg, render_table, run_gemv,
-    weight_bytes_per_token, BenchOptions, GemvOptions, Peak, PeakSource, Report,
+    weight_bytes_per_token, BenchEvent, BenchOptions, GemvOptions, Peak, PeakSource, Report,
 };
 use qwen35::model::forward::SkipLayers;
 use qwen35::model::{BackendKind, Config};
@@ -47,27 +47,27 @@ struct ModelBenchArgs {
     /// File type of the synthetic model: q4_k_m, q8_0 or f16.
     #[arg(long, value_parser = super::synth::parse_quant, default_value = "q4_k_m", conflicts_with = "model")]
     quant: Quant,
-    /// Backends to compare, comma-separated (cpu, wgpu, metal).
+    /// Backends to compare, comma-separated (cpu, cpu-fast, wgpu, metal).
     #[arg(long, value_delimiter = ',', value_parser = parse_backend, default_value = "cpu")]
     backend: Vec<BackendKind>,
     /// Prompt lengths timed for prefill, comma-separated.
-    #[arg(short = 'p', long = "prompt", value_delimiter = ',', value_parser = positive, default_value = "512")]
+    #[arg(short = 'p', long = "prompt", value_delimiter = ',', allow_negative_numbers = true, value_parser = at_least_one, default_value = "512")]
     prompt_sizes: Vec<usize>,
     /// Tokens timed for decode.
-    #[arg(short = 'n', long = "decode", value_parser = positive, default_value = "128")]
+    #[arg(short = 'n', long = "decode", allow_negative_numbers = true, value_parser = at_least_one, default_value = "128")]
     decode_tokens: usize,
     /// Prompt lengths for the CPU backends (cpu, cpu-fast) instead of -p: on a large model the
     /// CPU takes minutes per prefill at the sizes a GPU is timed at. Same table, own columns.
-    #[arg(long = "cpu-prompt", value_delimiter = ',', value_parser = positive)]
+    #[arg(long = "cpu-prompt", value_delimiter = ',', allow_negative_numbers = true, value_parser = at_least_one)]
     cpu_prompt_sizes: Option<Vec<usize>>,
     /// Decode tokens for the CPU backends instead of -n.
-    #[arg(long = "cpu-decode", value_parser = positive)]
+    #[arg(long = "cpu-decode", allow_negative_numbers = true, value_parser = at_least_one)]
     cpu_decode_tokens: Option<usize>,
     /// Runs of each measurement (the report gives the median and range).
-    #[arg(short = 'r', long = "repeats", value_parser = positive, default_value = "3")]
+    #[arg(short = 'r', long = "repeats", allow_negative_numbers = true, value_parser = at_least_one, default_value = "3")]
     repeats: usize,
     /// CPU threads (default: all cores); also used by the bandwidth probe.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     threads: Option<usize>,
     /// Write every number as JSON to this file.
     #[arg(long)]
@@ -83,7 +83,7 @@ struct ModelBenchArgs {
     skip: Option<SkipLayers>,
     /// Memory bandwidth in GB/s to hold decode against (default: a streaming-read probe on the
     /// CPU; unknown for GPUs).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = positive_gbps)]
     peak_gbps: Option<f64>,
     /// Seed of the random prompts and of the synthetic weights.
     #[arg(long, default_value_t = 0)]
@@ -96,18 +96,18 @@ struct GemvArgs {
     #[arg(long, value_parser = parse_ggml_type)]
     quant: GgmlType,
     /// Output rows of the matrix.
-    #[arg(long, value_parser = positive, default_value = "4096")]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one, default_value = "4096")]
     rows: usize,
     /// Input columns of the matrix (whole blocks of the type).
-    #[arg(long, value_parser = positive, default_value = "4096")]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one, default_value = "4096")]
     cols: usize,
     #[arg(long, value_parser = parse_backend, default_value = "cpu")]
     backend: BackendKind,
     /// GEMVs per timing.
-    #[arg(short = 'r', long = "repeats", value_parser = positive, default_value = "100")]
+    #[arg(short = 'r', long = "repeats", allow_negative_numbers = true, value_parser = at_least_one, default_value = "100")]
     repeats: usize,
     /// CPU threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     threads: Option<usize>,
     /// Write the numbers as JSON to this file.
     #[arg(long)]
@@ -122,9 +122,19 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 }
 
 fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
-    let threads = args.threads.unwrap_or_else(all_cores);
+    let threads = cpu_threads(args.threads);
     let skip = args.skip.unwrap_or_default();
     let mut progress = Progress::new();
+    if args.model.is_none() && args.preset.is_none() {
+        eprintln!(
+            "no --model or --preset given: benchmarking the tiny preset (a synthetic 4-layer \
+             model; --preset qwen3.5-0.8b is the smallest real size)"
+        );
+    }
+    let small = args.model.is_none() && matches!(args.preset, None | Some(Preset::Tiny));
+    if args.backend.contains(&BackendKind::Wgpu) {
+        warn_of_a_software_rasterizer(small);
+    }
     let (file, model, _temp) = match &args.model {
         Some(path) => (open_gguf(path)?, path.display().to_string(), None),
         None => {
@@ -160,7 +170,7 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
             },
             (None, BackendKind::Cpu | BackendKind::CpuFast) => {
                 if probed.is_none() {
-                    progress.line("measuring the CPU's streaming-read bandwidth");
+                    progress.status("measuring the CPU's streaming-read bandwidth");
                     probed = Some(probe_read_gbps(threads).context("bandwidth probe")?);
                 }
                 Peak {
@@ -187,7 +197,10 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
             &opts,
             bytes_per_token,
             peak,
-            &mut |line| progress.line(line),
+            &mut |event| match event {
+                BenchEvent::Starting(text) => progress.status(text),
+                BenchEvent::Measured(text) => progress.measured(text),
+            },
         ));
     }
     progress.done();
@@ -232,7 +245,7 @@ fn run_gemv_bench(args: GemvArgs) -> anyhow::Result<()> {
             } else {
                 CpuMode::Exact
             };
-            let cpu = CpuBackend::with_options(args.threads.unwrap_or_else(all_cores), mode)?;
+            let cpu = CpuBackend::with_options(cpu_threads(args.threads), mode)?;
             run_gemv(&cpu, args.backend.name(), &opts)?
         }
         BackendKind::Wgpu => {
@@ -287,7 +300,7 @@ fn synthesize(
         vocab_from: None,
     };
     write_synthetic(&opts, &temp.0, |written, total| {
-        progress.line(&format!(
+        progress.status(&format!(
             "synthesizing {} {}: {:.0}%",
             preset.name(),
             quant.name(),
@@ -314,47 +327,77 @@ fn write_json(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
     std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
 }
 
-/// One line on a terminal's stderr, overwritten at most every 100 ms; nothing when stderr is
-/// not a terminal, so logs do not fill with it.
+/// Progress on stderr. On a terminal: one status line, overwritten at most every 100 ms, and
+/// finished measurements shown in it too. Elsewhere (a log, CI): one line per finished
+/// measurement and nothing else, so a long run shows it is alive without filling the log.
 struct Progress {
-    enabled: bool,
+    terminal: bool,
     last: Option<Instant>,
 }
 
 impl Progress {
     fn new() -> Progress {
         Progress {
-            enabled: std::io::stderr().is_terminal(),
+            terminal: std::io::stderr().is_terminal(),
             last: None,
         }
     }
 
-    fn line(&mut self, text: &str) {
+    fn status(&mut self, text: &str) {
         let due = self
             .last
             .is_none_or(|t| t.elapsed() >= Duration::from_millis(100));
-        if self.enabled && due {
-            self.last = Some(Instant::now());
-            // Best effort: a closed stderr does not stop a run.
-            let _ = write!(std::io::stderr(), "\r{text:<72.72}");
+        if self.terminal && due {
+            self.overwrite(text);
         }
     }
 
+    fn measured(&mut self, text: &str) {
+        if self.terminal {
+            self.overwrite(text);
+        } else {
+            // Best effort: a closed stderr does not stop a run.
+            let _ = writeln!(std::io::stderr(), "{text}");
+        }
+    }
+
+    fn overwrite(&mut self, text: &str) {
+        self.last = Some(Instant::now());
+        let _ = write!(std::io::stderr(), "\r{text:<72.72}");
+    }
+
     fn done(&mut self) {
-        if self.enabled {
+        if self.terminal {
             let _ = write!(std::io::stderr(), "\r{:72}\r", "");
         }
     }
 }
 
-fn all_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+/// Timings on a software rasterizer (lavapipe, llvmpipe, SwiftShader) measure the CPU running
+/// a GPU emulation, not a GPU; and a real-size model there runs for a very long time.
+fn warn_of_a_software_rasterizer(small_model: bool) {
+    let Ok(adapter) = qwen35::backend::gpu::adapter_info() else {
+        return; // bench reports the backend as not run, with the reason.
+    };
+    if adapter.device_type != wgpu::DeviceType::Cpu {
+        return;
+    }
+    let size = if small_model {
+        ""
+    } else {
+        "; a model beyond the tiny preset will take a very long time here"
+    };
+    eprintln!(
+        "warning: wgpu's adapter here is {}, a software rasterizer running on the CPU: its \
+         timings say nothing about a GPU{size}",
+        adapter.name
+    );
 }
 
-fn positive(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("{s:?} is not a positive whole number")),
+fn positive_gbps(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(gbps) if gbps.is_finite() && gbps > 0.0 => Ok(gbps),
+        _ => Err("must be a number of GB/s above 0".to_string()),
     }
 }
 

@@ -1,16 +1,18 @@
 //! `qwen35 chat`: interactive multi-turn ChatML chat. The model state is kept between turns, so
 //! each turn prefills only its own new tokens. Ctrl-C stops a reply, not the session; during
 //! the load, or at the prompt, it leaves with status 130. When the context fills up the user
-//! chooses between a fresh context (the system prompt is kept and prefilled again) and stopping.
+//! chooses between a fresh context (the system prompt, if any, is kept and prefilled again) and
+//! stopping. Lines that start with '/' are commands (/help lists them), never sent to the model.
 
 use super::generate::{generate, Limits, StopReason};
-use super::{load, EngineArgs, SamplingArgs};
+use super::{at_least_one, load, EngineArgs, SamplingArgs};
 use anyhow::Context;
 use clap::Args;
 use qwen35::chat::{render_prompt, render_turn, Message, Role};
 use qwen35::model::Engine;
 use qwen35::sample::Sampler;
 use qwen35::tokenizer::Tokenizer;
+use qwen35::units::count;
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -25,7 +27,7 @@ pub struct ChatArgs {
     #[arg(long)]
     system: Option<String>,
     /// Let the model reason in a <think> block before answering (the default).
-    #[arg(long, overrides_with = "no_think")]
+    #[arg(long, conflicts_with = "no_think")]
     think: bool,
     /// Answer directly, without a reasoning block.
     #[arg(long = "no-think")]
@@ -34,9 +36,17 @@ pub struct ChatArgs {
     #[arg(long)]
     hide_thinking: bool,
     /// Most tokens per reply.
-    #[arg(short = 'n', long, default_value_t = 4096)]
+    #[arg(short = 'n', long, default_value_t = 4096, allow_negative_numbers = true, value_parser = at_least_one)]
     n_predict: usize,
 }
+
+/// What /help prints.
+const HELP: &str = "\
+commands (a line that starts with '/'; start a message with a space to send a '/'):
+  /help    this list
+  /reset   forget the conversation and start over (the system prompt is kept)
+  /quit    leave (also /exit, or Ctrl-D on an empty line)
+Ctrl-C stops a reply; at the prompt it leaves.";
 
 /// Exit status after Ctrl-C outside a reply (128 + SIGINT, as shells report it).
 const INTERRUPTED_STATUS: i32 = 130;
@@ -166,7 +176,7 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
 
     let mut sampler = Sampler::new(args.sampling.config());
     eprintln!(
-        "chat: thinking {}; /reset starts over, /quit or Ctrl-D leaves, Ctrl-C stops a reply",
+        "chat: thinking {}; /help lists the commands, Ctrl-C stops a reply",
         if chat.thinking { "on" } else { "off" }
     );
     let mut input = std::io::stdin().lock();
@@ -176,18 +186,26 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
         eprint!("> ");
         let mut line = String::new();
         if input.read_line(&mut line)? == 0 {
+            // Ctrl-D: end the prompt's line, so the shell's prompt starts on its own.
+            eprintln!();
             break;
         }
         let line = line.trim_end_matches(['\r', '\n']);
-        match line.trim() {
-            "" => continue,
-            "/quit" | "/exit" => break,
-            "/reset" => {
-                chat.start_fresh();
-                eprintln!("(conversation reset)");
-                continue;
+        if line.trim().is_empty() {
+            continue;
+        }
+        // Only a line that starts with '/' is a command; " /etc" is a message.
+        if line.starts_with('/') {
+            match line.trim_end() {
+                "/quit" | "/exit" => break,
+                "/reset" => {
+                    chat.start_fresh();
+                    eprintln!("(conversation reset)");
+                }
+                "/help" => eprintln!("{HELP}"),
+                other => eprintln!("(unknown command {other}; /help lists the commands)"),
             }
-            _ => {}
+            continue;
         }
 
         let mut prompt = chat.prompt_for(line)?;
@@ -197,7 +215,7 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
                 chat.context_report(),
                 prompt.len()
             );
-            if !wants_fresh_context(&mut input)? {
+            if !wants_fresh_context(&mut input, chat.system.is_some())? {
                 break;
             }
             chat.start_fresh();
@@ -205,9 +223,14 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
         }
         if !chat.fits(&prompt) {
             eprintln!(
-                "(this message needs {} tokens with the system prompt and leaves no room for a \
-                 reply in a context of {}; send a shorter one or raise --ctx)",
-                prompt.len(),
+                "(this message needs {}{} and leaves no room for a reply in a context of {}; \
+                 send a shorter one or raise --ctx)",
+                count(prompt.len(), "token"),
+                if chat.system.is_some() {
+                    " with the system prompt"
+                } else {
+                    ""
+                },
                 chat.engine.context_len()
             );
             continue;
@@ -236,14 +259,16 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
         log::info!("{}", generation.speed_report());
         match generation.stop {
             StopReason::Interrupted => eprintln!("(stopped)"),
-            StopReason::Budget => eprintln!("(reply cut at {} tokens)", args.n_predict),
+            StopReason::Budget => {
+                eprintln!("(reply cut at {})", count(args.n_predict, "token"))
+            }
             StopReason::EndOfGeneration(_) => {}
             StopReason::ContextFull => {
                 eprintln!(
                     "(the context is full: {}; the reply was cut there)",
                     chat.context_report()
                 );
-                if !wants_fresh_context(&mut input)? {
+                if !wants_fresh_context(&mut input, chat.system.is_some())? {
                     break;
                 }
                 chat.start_fresh();
@@ -260,10 +285,16 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Asks whether to go on in a fresh context or stop; end of input means stop.
-fn wants_fresh_context(input: &mut impl BufRead) -> anyhow::Result<bool> {
+/// Asks whether to go on in a fresh context (which keeps the system prompt, if there is one) or
+/// stop; end of input means stop.
+fn wants_fresh_context(input: &mut impl BufRead, has_system: bool) -> anyhow::Result<bool> {
+    let kept = if has_system {
+        " with the system prompt"
+    } else {
+        ""
+    };
     loop {
-        eprint!("continue in a fresh context with the system prompt [c], or stop [s]? ");
+        eprint!("continue in a fresh context{kept} [c], or stop [s]? ");
         let mut answer = String::new();
         if input.read_line(&mut answer)? == 0 {
             eprintln!();

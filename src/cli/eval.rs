@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 pub struct EvalArgs {
     #[command(flatten)]
     engine: EngineArgs,
-    /// File of token ids separated by whitespace or commas.
+    /// Token ids separated by whitespace or commas ("1,2,3"), or a file that holds them.
     #[arg(long)]
-    tokens: PathBuf,
+    tokens: String,
     /// Write all-position logits here as .npy (f32, [n_tokens, vocab]).
     #[arg(long)]
     dump_logits: Option<PathBuf>,
@@ -33,8 +33,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     for &id in &ids {
         anyhow::ensure!(
             (id as usize) < vocab,
-            "{}: token id {id} is outside the vocabulary ({vocab} tokens)",
-            args.tokens.display()
+            "--tokens: token id {id} is outside the vocabulary ({vocab} tokens)"
         );
     }
     let logits = engine.eval(&ids, true)?;
@@ -75,10 +74,18 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn read_ids(path: &Path) -> anyhow::Result<Vec<u32>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let ids = parse_token_ids(&text).with_context(|| format!("reading {}", path.display()))?;
-    anyhow::ensure!(!ids.is_empty(), "{}: no token ids", path.display());
+/// The ids in the file `tokens` names, or else the ids `tokens` spells out.
+fn read_ids(tokens: &str) -> anyhow::Result<Vec<u32>> {
+    let path = Path::new(tokens);
+    let ids = if path.is_file() {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        parse_token_ids(&text).with_context(|| format!("reading {}", path.display()))?
+    } else {
+        parse_token_ids(tokens).with_context(|| {
+            format!("--tokens {tokens:?} is neither a file nor a list of token ids")
+        })?
+    };
+    anyhow::ensure!(!ids.is_empty(), "--tokens {tokens:?}: no token ids");
     Ok(ids)
 }

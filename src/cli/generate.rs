@@ -4,6 +4,7 @@
 use qwen35::model::Engine;
 use qwen35::sample::Sampler;
 use qwen35::tokenizer::{StreamDecoder, Tokenizer};
+use qwen35::units::count;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -33,14 +34,25 @@ impl Generation {
     pub fn speed_report(&self) -> String {
         let rate = |n: usize, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
         format!(
-            "prefill {} tokens in {:.2} s ({:.2} tok/s), decode {} tokens in {:.2} s ({:.2} tok/s)",
-            self.prefill_tokens,
+            "prefill {} in {:.2} s ({:.2} tok/s), decode {} in {:.2} s ({:.2} tok/s)",
+            count(self.prefill_tokens, "token"),
             self.prefill_secs,
             rate(self.prefill_tokens, self.prefill_secs),
-            self.decode_tokens,
+            count(self.decode_tokens, "token"),
             self.decode_secs,
             rate(self.decode_tokens, self.decode_secs)
         )
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            StopReason::EndOfGeneration(token) => write!(f, "end of generation (token {token})"),
+            StopReason::Budget => write!(f, "token limit (-n) reached"),
+            StopReason::ContextFull => write!(f, "context full"),
+            StopReason::Interrupted => write!(f, "interrupted"),
+        }
     }
 }
 

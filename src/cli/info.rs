@@ -4,6 +4,7 @@
 use super::{load_tokenizer, open_gguf};
 use clap::Args;
 use qwen35::model::{load_engine, BackendKind, LayerKind};
+use qwen35::units::bytes;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -13,20 +14,8 @@ pub struct InfoArgs {
     #[arg(short, long)]
     model: PathBuf,
     /// Context length to size the state for.
-    #[arg(long, default_value_t = 8192)]
+    #[arg(long, default_value_t = 8192, allow_negative_numbers = true, value_parser = super::at_least_one)]
     ctx: usize,
-}
-
-/// Bytes in the largest binary unit that keeps the number at or above one.
-fn human(bytes: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < units.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.2} {}", units[unit])
 }
 
 pub fn run(args: InfoArgs) -> anyhow::Result<()> {
@@ -60,7 +49,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     println!(
         "file        {} ({}, GGUF v{}, {} tensors, {} metadata keys)",
         args.model.display(),
-        human(file.file_size()),
+        bytes(file.file_size()),
         file.version(),
         file.tensors().len(),
         file.metadata().count()
@@ -106,18 +95,18 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     let kv = (n_attention * 2 * c.n_kv_head * c.head_dim * args.ctx) as u64 * f32_bytes;
     let recurrent = (n_delta * c.ssm_v_heads * c.ssm_k_dim * c.ssm_v_dim) as u64 * f32_bytes;
     let conv = (n_delta * (c.conv_kernel - 1) * c.conv_channels()) as u64 * f32_bytes;
-    println!("weights     {}", human(weight_bytes));
+    println!("weights     {}", bytes(weight_bytes));
     println!(
         "state       {} at --ctx {} (KV cache {} f32, recurrent {}, conv {})",
-        human(kv + recurrent + conv),
+        bytes(kv + recurrent + conv),
         args.ctx,
-        human(kv),
-        human(recurrent),
-        human(conv)
+        bytes(kv),
+        bytes(recurrent),
+        bytes(conv)
     );
     println!(
         "memory      {} needed (weights + state)",
-        human(weight_bytes + kv + recurrent + conv)
+        bytes(weight_bytes + kv + recurrent + conv)
     );
     Ok(())
 }

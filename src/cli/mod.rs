@@ -12,7 +12,7 @@ mod tokenize;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use qwen35::gguf::GgufFile;
+use qwen35::gguf::{GgufError, GgufFile};
 use qwen35::model::{load_engine, BackendKind, Engine};
 use qwen35::sample::SamplerConfig;
 use qwen35::tokenizer::Tokenizer;
@@ -69,30 +69,34 @@ pub struct EngineArgs {
     /// GGUF model file.
     #[arg(short, long)]
     pub model: PathBuf,
-    /// Who runs the ops: cpu (exact), cpu-fast (8-bit activations), wgpu or metal.
+    /// Who runs the ops: cpu (exact), cpu-fast (14-bit activations), wgpu or metal.
     #[arg(long, default_value = "cpu", value_parser = parse_backend)]
     pub backend: BackendKind,
-    /// Context length in tokens (default: the model's, capped at 8192).
-    #[arg(long)]
+    /// Context length in tokens (default: 8192).
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     pub ctx: Option<usize>,
-    /// CPU threads (default: all cores).
-    #[arg(long)]
+    /// CPU threads (default: all cores; more than the cores are cut to the cores).
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     pub threads: Option<usize>,
 }
 
-/// Sampling flags.
+/// Sampling flags, each refused outside its range.
 #[derive(Args, Clone)]
 pub struct SamplingArgs {
-    /// Temperature; 0 is greedy.
-    #[arg(long, default_value_t = 0.7)]
+    /// Temperature, at least 0; 0 is greedy.
+    #[arg(long, default_value_t = 0.7, allow_negative_numbers = true, value_parser = temperature)]
     pub temp: f32,
-    #[arg(long, default_value_t = 20)]
+    /// Keep only the k most likely tokens; 0 keeps all.
+    #[arg(long, default_value_t = 20, allow_negative_numbers = true, value_parser = top_k)]
     pub top_k: usize,
-    #[arg(long, default_value_t = 0.8)]
+    /// Keep the most likely tokens whose probabilities sum to p, above 0 and at most 1; 1 keeps all.
+    #[arg(long, default_value_t = 0.8, allow_negative_numbers = true, value_parser = top_p)]
     pub top_p: f32,
-    #[arg(long, default_value_t = 0.0)]
+    /// Drop tokens less likely than min-p times the most likely one, 0 to 1; 0 keeps all.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = min_p)]
     pub min_p: f32,
-    #[arg(long, default_value_t = 1.0)]
+    /// Divide the logits of recent tokens by this (multiply the negative ones), above 0; 1 is off.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = repeat_penalty)]
     pub repeat_penalty: f32,
     /// Random seed (default: from the clock).
     #[arg(long)]
@@ -119,13 +123,68 @@ impl SamplingArgs {
     }
 }
 
+/// A finite number within the range `accepts`, which `range` describes for the message.
+fn number_in(text: &str, range: &str, accepts: impl Fn(f32) -> bool) -> Result<f32, String> {
+    match text.trim().parse::<f32>() {
+        Ok(x) if x.is_finite() && accepts(x) => Ok(x),
+        _ => Err(format!("must be a number {range}")),
+    }
+}
+
+fn temperature(text: &str) -> Result<f32, String> {
+    number_in(text, "of at least 0 (0 is greedy)", |t| t >= 0.0)
+}
+
+fn top_k(text: &str) -> Result<usize, String> {
+    text.parse()
+        .map_err(|_| "must be a whole number of at least 0 (0 keeps all)".to_string())
+}
+
+fn top_p(text: &str) -> Result<f32, String> {
+    number_in(text, "above 0 and at most 1", |p| p > 0.0 && p <= 1.0)
+}
+
+fn min_p(text: &str) -> Result<f32, String> {
+    number_in(text, "from 0 to 1", |p| (0.0..=1.0).contains(&p))
+}
+
+fn repeat_penalty(text: &str) -> Result<f32, String> {
+    number_in(text, "above 0 (1 is off)", |p| p > 0.0)
+}
+
+/// A count that must be at least one (tokens, threads, context positions, runs).
+pub fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err("must be a whole number of at least 1".to_string()),
+    }
+}
+
+/// The CPU threads to use: all cores by default, and never more than the cores, since threads
+/// beyond them only take turns on the cores and wait for each other at every op.
+pub fn cpu_threads(requested: Option<usize>) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match requested {
+        Some(n) if n > cores => {
+            eprintln!("warning: --threads {n} is more than the {cores} cores here; using {cores}");
+            cores
+        }
+        Some(n) => n,
+        None => cores,
+    }
+}
+
 fn parse_backend(name: &str) -> Result<BackendKind, String> {
     name.parse::<BackendKind>().map_err(|e| e.to_string())
 }
 
 pub fn open_gguf(path: &Path) -> anyhow::Result<Arc<GgufFile>> {
-    let file = GgufFile::open(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(Arc::new(file))
+    match GgufFile::open(path) {
+        Ok(file) => Ok(Arc::new(file)),
+        // It names the path already.
+        Err(e @ GgufError::Io { .. }) => Err(e.into()),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
+    }
 }
 
 pub fn load_tokenizer(file: &GgufFile, path: &Path) -> anyhow::Result<Tokenizer> {
@@ -137,11 +196,7 @@ pub fn load_tokenizer(file: &GgufFile, path: &Path) -> anyhow::Result<Tokenizer>
 pub fn load(args: &EngineArgs) -> anyhow::Result<(Tokenizer, Box<dyn Engine>)> {
     let file = open_gguf(&args.model)?;
     let tokenizer = load_tokenizer(&file, &args.model)?;
-    let threads = args.threads.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
+    let threads = cpu_threads(args.threads);
     let started = std::time::Instant::now();
     let ctx = args.ctx.unwrap_or(DEFAULT_CTX);
     let engine = load_engine(file, args.backend, threads, ctx)

@@ -1,7 +1,7 @@
 //! `qwen35 run`: one prompt, one streamed completion.
 
 use super::generate::{generate, Limits};
-use super::{load, EngineArgs, SamplingArgs};
+use super::{at_least_one, load, EngineArgs, SamplingArgs};
 use anyhow::Context;
 use clap::Args;
 use qwen35::chat::{render_prompt, Message, Role};
@@ -19,7 +19,7 @@ pub struct RunArgs {
     #[arg(short, long)]
     prompt: String,
     /// Most tokens to generate.
-    #[arg(short = 'n', long, default_value_t = 256)]
+    #[arg(short = 'n', long, default_value_t = 256, allow_negative_numbers = true, value_parser = at_least_one)]
     n_predict: usize,
     /// Wrap the prompt as one ChatML user turn.
     #[arg(long)]
@@ -66,10 +66,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         },
     )?;
     println!();
-    eprintln!(
-        "{} [stop: {:?}]",
-        generation.speed_report(),
-        generation.stop
-    );
+    eprintln!("{} [stop: {}]", generation.speed_report(), generation.stop);
     Ok(())
 }

@@ -5,7 +5,8 @@ use super::open_gguf;
 use anyhow::Context;
 use clap::Args;
 use qwen35::synth::{write_synthetic, Preset, Quant, SynthOptions};
-use std::io::Write;
+use qwen35::units::bytes;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -40,25 +41,29 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let mut last_report: Option<Instant> = None;
     let mut stderr = std::io::stderr();
+    // A status line rewritten in place is for a terminal; a log gets the summary only.
+    let terminal = stderr.is_terminal();
     let summary = write_synthetic(&opts, &args.output, |written, total| {
         let due = last_report.is_none_or(|t| t.elapsed() >= Duration::from_millis(200));
-        if due || written == total {
+        if terminal && (due || written == total) {
             last_report = Some(Instant::now());
             let seconds = started.elapsed().as_secs_f64().max(1e-9);
             // Progress is best-effort: a closed stderr must not stop the write.
             let _ = write!(
                 stderr,
-                "\rwriting {}: {:>6.2} / {:.2} GB ({:>5.1}%), {:.2} GB/s   ",
+                "\rwriting {}: {:>10} / {} ({:>5.1}%), {:.2} GB/s   ",
                 args.output.display(),
-                written as f64 / 1e9,
-                total as f64 / 1e9,
+                bytes(written),
+                bytes(total),
                 100.0 * written as f64 / total.max(1) as f64,
                 written as f64 / 1e9 / seconds
             );
         }
     })
     .with_context(|| format!("writing {}", args.output.display()))?;
-    eprintln!();
+    if terminal {
+        eprintln!();
+    }
 
     let types: Vec<String> = summary
         .type_counts
@@ -66,14 +71,14 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
         .map(|(name, count)| format!("{count} {name}"))
         .collect();
     println!(
-        "{} {} -> {}: {} tensors ({}), vocab {}, {:.3} GB in {:.2} s ({:.2} GB/s)",
+        "{} {} -> {}: {} tensors ({}), vocab {}, {} in {:.2} s ({:.2} GB/s)",
         args.preset.name(),
         args.quant.name(),
         args.output.display(),
         summary.n_tensors,
         types.join(", "),
         summary.n_vocab,
-        summary.bytes as f64 / 1e9,
+        bytes(summary.bytes),
         summary.seconds,
         summary.bytes as f64 / 1e9 / summary.seconds.max(1e-9)
     );

@@ -15,7 +15,10 @@ pub enum GgufError {
         source: std::io::Error,
     },
 
-    #[error("not a GGUF file: bytes 0..4 are {found:02x?}, expected \"GGUF\" (47 47 55 46)")]
+    #[error(
+        "not a GGUF file: bytes 0..4 are {}, expected \"GGUF\" (0x47 0x47 0x55 0x46)",
+        hex_bytes(found)
+    )]
     BadMagic { found: [u8; 4] },
 
     #[error("unsupported GGUF version {version} (at offset 4); versions 2 and 3 are read{}",
@@ -186,6 +189,12 @@ fn at(offset: &Option<u64>) -> String {
         Some(offset) => format!(" (info at offset {offset})"),
         None => String::new(),
     }
+}
+
+/// Bytes as `0x7d 0x27 ...`, so they cannot read as decimal.
+fn hex_bytes(bytes: &[u8]) -> String {
+    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:#04x}")).collect();
+    hex.join(" ")
 }
 
 fn big_endian_hint(version: u32) -> &'static str {

@@ -48,6 +48,14 @@ impl GgufFile {
             source,
         };
         let file = File::open(path).map_err(io_error)?;
+        // Mapping a directory fails with ENODEV ("No such device"), which does not say what is
+        // wrong.
+        if file.metadata().map_err(io_error)?.is_dir() {
+            return Err(io_error(std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                "it is a directory, not a GGUF file",
+            )));
+        }
         // SAFETY: the mapping is read-only and private to this value. Like every reader of a
         // mapped model, this assumes no other process truncates or rewrites the file while it
         // is open; that would be a bug outside this program.

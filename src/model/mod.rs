@@ -45,7 +45,7 @@ pub enum ModelError {
         #[source]
         source: BackendError,
     },
-    #[error("unknown backend {0:?} (expected cpu, wgpu or metal)")]
+    #[error("unknown backend {0:?} (expected cpu, cpu-fast, wgpu or metal)")]
     UnknownBackend(String),
     #[error("backend {backend} is unavailable: {reason}")]
     BackendUnavailable {

@@ -153,7 +153,7 @@ impl Preset {
     pub fn source(self) -> &'static str {
         match self {
             Preset::Qwen36_27B => {
-                "QWEN35.md §1 (HF configuration_qwen3_5.py + Qwen3.6-27B GGUF dumps in llama.cpp \
+                "docs/QWEN35.md §1 (HF configuration_qwen3_5.py + Qwen3.6-27B GGUF dumps in llama.cpp \
                  PR #22673); layers/hidden/FFN/heads/untied also in THUDM/slime \
                  scripts/models/qwen3.5-27B.sh. Confirmed."
             }

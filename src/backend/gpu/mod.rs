@@ -63,6 +63,30 @@ pub struct Wgpu {
 /// `QWEN35_INTEGER_GEMV=0` keeps every decode GEMV on f32 activations.
 pub const INTEGER_GEMV_VAR: &str = "QWEN35_INTEGER_GEMV";
 
+/// The adapter [`Wgpu::new`] would open, without opening it: a caller can tell a software
+/// rasterizer (`device_type` Cpu, e.g. lavapipe) before it starts anything long.
+pub fn adapter_info() -> Result<wgpu::AdapterInfo, GpuError> {
+    Ok(request_adapter(None)?.get_info())
+}
+
+/// The best adapter wgpu finds among `backends` (default: all, narrowed by `WGPU_BACKEND`).
+fn request_adapter(backends: Option<wgpu::Backends>) -> Result<wgpu::Adapter, GpuError> {
+    let mut instance_desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+    if let Some(backends) = backends {
+        instance_desc.backends = backends;
+    }
+    // Fail creating a resource rather than overcommitting device memory.
+    instance_desc.memory_budget_thresholds.for_resource_creation = Some(95);
+    let instance = wgpu::Instance::new(instance_desc);
+    pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+        power_preference: wgpu::PowerPreference::HighPerformance,
+        force_fallback_adapter: false,
+        compatible_surface: None,
+        apply_limit_buckets: false,
+    }))
+    .map_err(|e| GpuError::NoAdapter(e.to_string()))
+}
+
 impl Wgpu {
     /// Opens the best adapter wgpu finds (`WGPU_BACKEND` and `WGPU_ADAPTER_NAME` narrow the
     /// choice), with every limit the adapter offers, and builds all pipelines.
@@ -104,20 +128,7 @@ impl Wgpu {
             }
             Err(_) => None,
         };
-        let mut instance_desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
-        if let Some(backends) = backends {
-            instance_desc.backends = backends;
-        }
-        // Fail creating a resource rather than overcommitting device memory.
-        instance_desc.memory_budget_thresholds.for_resource_creation = Some(95);
-        let instance = wgpu::Instance::new(instance_desc);
-        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-            power_preference: wgpu::PowerPreference::HighPerformance,
-            force_fallback_adapter: false,
-            compatible_surface: None,
-            apply_limit_buckets: false,
-        }))
-        .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
+        let adapter = request_adapter(backends)?;
         let info = adapter.get_info();
         // Only optional speed-ups: kernels and the profile fall back when one is missing.
         let mut wanted =

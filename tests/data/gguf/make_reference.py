@@ -1,5 +1,5 @@
 """Writes gguf_py_reference.gguf with gguf-py (llama.cpp's reference writer), so the Rust reader is
-checked against a file it did not write. Run: /opt/fixenv/bin/python make_reference.py"""
+checked against a file it did not write. Run: python3 make_reference.py"""
 
 import numpy as np
 import gguf
