@@ -147,14 +147,21 @@ fn container_damage_is_named() {
 
     let mut tensor_count = good.clone();
     tensor_count[8..16].copy_from_slice(&(1u64 << 40).to_le_bytes());
-    info_fails("tensor-count", &tensor_count);
+    let e = info_fails("tensor-count", &tensor_count);
+    assert_names("tensor-count", &e, &["tensor_count", "1099511627776"]);
 
     // The first key's length claims 2^60 bytes.
     let mut key_len = good.clone();
     key_len[24..32].copy_from_slice(&(1u64 << 60).to_le_bytes());
-    info_fails("huge-string", &key_len);
+    let e = info_fails("huge-string", &key_len);
+    assert_names(
+        "huge-string",
+        &e,
+        &["length of key", "offset 24", "1152921504606846976"],
+    );
 
-    info_fails("empty", &[]);
+    let e = info_fails("empty", &[]);
+    assert_names("empty", &e, &["truncated", "magic", "offset 0"]);
 }
 
 #[test]
@@ -257,7 +264,7 @@ fn missing_file_is_named() {
         .args(["info", "-m", "/nonexistent/model.gguf"])
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         stderr.matches("/nonexistent/model.gguf").count(),

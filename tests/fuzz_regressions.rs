@@ -1,6 +1,8 @@
-//! Replays every input the fuzz targets (`fuzz/`) once failed on, through the same bodies
-//! (`fuzz/harness.rs`): `tests/data/fuzz/<target>/<input>`. A fixed bug that comes back fails here
-//! under plain `cargo test`, without the nightly toolchain or cargo-fuzz.
+//! Replays the fuzz targets' regression corpus (`tests/data/fuzz/<target>/<input>`) through the
+//! same bodies as the fuzz targets (`fuzz/harness.rs`), under plain `cargo test`, without the
+//! nightly toolchain or cargo-fuzz. No campaign has found a crash yet, so the corpus holds
+//! hand-minimized hostile inputs (scripts/make_fuzz_regressions.py); a crashing input found later
+//! is added there once fixed.
 
 #[path = "../fuzz/harness.rs"]
 mod harness;
@@ -10,18 +12,26 @@ use std::path::{Path, PathBuf};
 use qwen35::gguf::GgufFile;
 use qwen35::tokenizer::Tokenizer;
 
-/// The crashing inputs recorded for `target`, sorted by name (none while the directory, which
-/// git only keeps once it holds a file, is absent).
+/// The inputs recorded for `target`, sorted by name. A missing or empty directory fails: the
+/// tests below would otherwise pass by looping over nothing.
 fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/fuzz")
         .join(target);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; the regression corpus (scripts/make_fuzz_regressions.py) is missing",
+            dir.display()
+        )
+    });
     let mut paths: Vec<PathBuf> = entries
         .map(|entry| entry.expect("directory entry").path())
         .collect();
+    assert!(
+        !paths.is_empty(),
+        "{}: the regression corpus is empty",
+        dir.display()
+    );
     paths.sort();
     paths
         .into_iter()

@@ -2,7 +2,8 @@
 //! ~3× slower there), on the CPU and on wgpu (lavapipe in CI): every step's
 //! logits finite, memory flat apart from the KV cache, and snapshot/restore still bit-exact at
 //! the end. CI runs 2,048 tokens; the 32,768-token form is ignored by default:
-//! `cargo test --release --test long_run -- --ignored --nocapture`.
+//! `cargo test --release --test long_run -- --ignored --nocapture`. Besides, wgpu is held to the
+//! CPU 4k tokens deep in CI and 8k with `--ignored` (`wgpu_matches_the_cpu_*_tokens_deep`).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -167,4 +168,85 @@ fn cpu_32k_tokens() {
 #[ignore = "minutes on lavapipe; run with --ignored"]
 fn wgpu_32k_tokens() {
     long_run(BackendKind::Wgpu, 32768);
+}
+
+/// The prompt is fed in prefill chunks of this many tokens (lavapipe decodes a few tokens a
+/// second; it prefills 2,048 in ~20-40 s), then this many greedy decode steps follow.
+const DEEP_CHUNK: usize = 2048;
+const DEEP_DECODE: usize = 8;
+
+#[test]
+fn wgpu_matches_the_cpu_4k_tokens_deep() {
+    wgpu_against_the_cpu_deep(2);
+}
+
+#[test]
+#[ignore = "minutes on lavapipe; run with --ignored"]
+fn wgpu_matches_the_cpu_8k_tokens_deep() {
+    wgpu_against_the_cpu_deep(4);
+}
+
+/// wgpu against the CPU reference `chunks` × 2,048 tokens into the context: at the last
+/// position of every chunk, every position of the last chunk, and 8 greedy decode steps after
+/// it, held to `check`'s wgpu bounds (cosine ≥ 0.99999, max |Δ| ≤ 5e-2; the fixture's logits
+/// reach |16|) and the same top-1.
+fn wgpu_against_the_cpu_deep(chunks: usize) {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let ctx = DEEP_CHUNK * chunks + DEEP_DECODE + 1;
+    let Some(mut gpu) = engine(BackendKind::Wgpu, ctx) else {
+        return;
+    };
+    let mut cpu = engine(BackendKind::Cpu, ctx).expect("the CPU backend loads");
+    let vocab = cpu.config().vocab;
+    // Deterministic ids over the whole vocabulary, with repeats the attention can latch onto.
+    let prompt: Vec<u32> = (0..DEEP_CHUNK * chunks)
+        .map(|i| ((i * 7919 + (i / 97) * 31) % vocab) as u32)
+        .collect();
+    let started = Instant::now();
+    let compare = |what: &str, got: &[f32], want: &[f32]| {
+        let agreement = qwen35::compare::compare_logits(got, want, vocab);
+        assert!(
+            agreement.min_cosine >= 0.999_99
+                && agreement.max_abs_diff <= 5e-2
+                && agreement.top1_matches == agreement.positions.len(),
+            "{what}: min cosine {:.10}, max |Δ| {:.3e}, top-1 {}/{}",
+            agreement.min_cosine,
+            agreement.max_abs_diff,
+            agreement.top1_matches,
+            agreement.positions.len()
+        );
+        agreement
+    };
+    let mut last = Vec::new();
+    for (i, chunk) in prompt.chunks(DEEP_CHUNK).enumerate() {
+        let all = i + 1 == chunks;
+        let want = cpu.eval(chunk, all).expect("cpu prefill");
+        let got = gpu.eval(chunk, all).expect("wgpu prefill");
+        let end = (i + 1) * DEEP_CHUNK;
+        let agreement = compare(&format!("prefill to {end}"), &got, &want);
+        eprintln!(
+            "wgpu vs cpu, positions up to {end}: min cosine {:.10}, max |Δ| {:.3e} ({:.1} s)",
+            agreement.min_cosine,
+            agreement.max_abs_diff,
+            started.elapsed().as_secs_f64()
+        );
+        last = want[want.len() - vocab..].to_vec();
+    }
+    for step in 0..DEEP_DECODE {
+        let next = greedy(&last);
+        let want = cpu.eval(&[next], false).expect("cpu decode");
+        let got = gpu.eval(&[next], false).expect("wgpu decode");
+        compare(
+            &format!("decode step {step} at {}", cpu.position()),
+            &got,
+            &want,
+        );
+        last = want;
+    }
+    assert_eq!(gpu.position(), prompt.len() + DEEP_DECODE);
+    eprintln!(
+        "wgpu held to the cpu through {} positions in {:.1} s",
+        gpu.position(),
+        started.elapsed().as_secs_f64()
+    );
 }

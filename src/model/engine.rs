@@ -9,8 +9,8 @@ use super::state::{Snapshot, State};
 use super::weights::Weights;
 use super::ModelError;
 use crate::backend::cpu::{CpuBackend, CpuMode};
-use crate::backend::gpu::Wgpu;
-use crate::backend::metal::Metal;
+use crate::backend::gpu::{GpuError, Wgpu};
+use crate::backend::metal::{Metal, MetalError};
 use crate::backend::{Backend, BackendStats, OpTiming};
 use crate::gguf::GgufFile;
 
@@ -105,25 +105,36 @@ pub fn load_engine(
             } else {
                 CpuMode::Exact
             };
-            let cpu = CpuBackend::with_options(threads, mode).map_err(|e| {
-                ModelError::BackendUnavailable {
+            let cpu =
+                CpuBackend::with_options(threads, mode).map_err(|e| ModelError::BackendFailed {
                     backend: backend.name(),
                     reason: e.to_string(),
-                }
-            })?;
+                })?;
             Ok(Box::new(Session::new(cpu, &file, config, ctx)?))
         }
         BackendKind::Wgpu => {
-            let gpu = Wgpu::new().map_err(|e| ModelError::BackendUnavailable {
-                backend: "wgpu",
-                reason: e.to_string(),
+            let gpu = Wgpu::new().map_err(|e| match e {
+                GpuError::NoAdapter(_) => ModelError::BackendUnavailable {
+                    backend: "wgpu",
+                    reason: e.to_string(),
+                },
+                _ => ModelError::BackendFailed {
+                    backend: "wgpu",
+                    reason: e.to_string(),
+                },
             })?;
             Ok(Box::new(Session::new(gpu, &file, config, ctx)?))
         }
         BackendKind::Metal => {
-            let metal = Metal::new().map_err(|e| ModelError::BackendUnavailable {
-                backend: "metal",
-                reason: e.to_string(),
+            let metal = Metal::new().map_err(|e| match e {
+                MetalError::NoMetalAdapter { .. } => ModelError::BackendUnavailable {
+                    backend: "metal",
+                    reason: e.to_string(),
+                },
+                _ => ModelError::BackendFailed {
+                    backend: "metal",
+                    reason: e.to_string(),
+                },
             })?;
             Ok(Box::new(Session::new(metal, &file, config, ctx)?))
         }

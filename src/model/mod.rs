@@ -47,8 +47,15 @@ pub enum ModelError {
     },
     #[error("unknown backend {0:?} (expected cpu, cpu-fast, wgpu or metal)")]
     UnknownBackend(String),
+    /// This machine has no device for the backend (no adapter at all, or none of its kind).
     #[error("backend {backend} is unavailable: {reason}")]
     BackendUnavailable {
+        backend: &'static str,
+        reason: String,
+    },
+    /// The backend's device exists but could not be opened or set up.
+    #[error("backend {backend} failed to start: {reason}")]
+    BackendFailed {
         backend: &'static str,
         reason: String,
     },

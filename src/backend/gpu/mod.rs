@@ -107,6 +107,16 @@ impl Wgpu {
         self
     }
 
+    /// Whether the decode GEMVs of formats with an integer span reader take 14-bit activations.
+    pub fn integer_gemv(&self) -> bool {
+        self.integer_gemv
+    }
+
+    /// Whether prefill GEMMs multiply in f16 (cooperative matrices) rather than f32 tiles.
+    pub fn gemm_in_f16(&self) -> bool {
+        self.cooperative_matrix
+    }
+
     /// [`Wgpu::new`] on a Metal adapter only, with MSL passthrough shaders where it has them
     /// (for the Metal backend).
     pub(crate) fn new_metal() -> Result<Wgpu, GpuError> {
