@@ -163,3 +163,243 @@ fn f32_conversion_equals_the_committed_fixture() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A copy of the fixture's checkpoint in a scratch directory, for spoiling.
+fn checkpoint_copy(name: &str) -> PathBuf {
+    let dir = scratch(name);
+    let hf = dir.join("hf");
+    std::fs::create_dir(&hf).unwrap();
+    for entry in std::fs::read_dir(fixtures().join("hf")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), hf.join(entry.file_name())).unwrap();
+    }
+    hf
+}
+
+/// Rewrites the safetensors header of `path` through `edit` (the data stays as it was).
+fn edit_header(path: &Path, edit: impl FnOnce(&mut serde_json::Map<String, Value>)) {
+    let bytes = std::fs::read(path).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut header: Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    edit(header.as_object_mut().unwrap());
+    let text = serde_json::to_vec(&header).unwrap();
+    let mut out = (text.len() as u64).to_le_bytes().to_vec();
+    out.extend(text);
+    out.extend(&bytes[8 + n..]);
+    std::fs::write(path, out).unwrap();
+}
+
+fn edit_json(path: &Path, edit: impl FnOnce(&mut Value)) {
+    let mut json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut json);
+    std::fs::write(path, serde_json::to_string_pretty(&json).unwrap()).unwrap();
+}
+
+/// Converts `hf` and returns the error's full text; checks nothing was left in the output's
+/// directory.
+fn conversion_error(hf: &Path) -> String {
+    let out_dir = hf.parent().unwrap().join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let out = out_dir.join("model.gguf");
+    let error = convert(hf, &out, &options(OutType::F32), |_, _, _| {}).unwrap_err();
+    let left: Vec<_> = std::fs::read_dir(&out_dir).unwrap().collect();
+    assert!(left.is_empty(), "a failed conversion left {left:?}");
+    let text = format!("{:#}", anyhow::Error::from(error));
+    std::fs::remove_dir_all(hf.parent().unwrap()).unwrap();
+    text
+}
+
+fn assert_mentions(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(
+            text.contains(part),
+            "error {text:?} does not mention {part:?}"
+        );
+    }
+}
+
+#[test]
+fn a_header_length_past_the_file_is_refused() {
+    let hf = checkpoint_copy("header-length");
+    let path = hf.join("model.safetensors");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let past_the_end = (bytes.len() as u64).to_le_bytes();
+    bytes[..8].copy_from_slice(&past_the_end);
+    std::fs::write(&path, bytes).unwrap();
+    let error = conversion_error(&hf);
+    assert_mentions(
+        &error,
+        &["model.safetensors", "header length runs past the end"],
+    );
+}
+
+#[test]
+fn overlapping_offsets_are_refused() {
+    let hf = checkpoint_copy("overlap");
+    edit_header(&hf.join("model.safetensors"), |header| {
+        let start = header["model.norm.weight"]["data_offsets"][0].clone();
+        header["lm_head.weight"]["data_offsets"][0] = start;
+    });
+    let error = conversion_error(&hf);
+    assert_mentions(&error, &["model.safetensors", "overlap"]);
+}
+
+#[test]
+fn offsets_past_the_data_are_refused() {
+    let hf = checkpoint_copy("out-of-range");
+    edit_header(&hf.join("model.safetensors"), |header| {
+        // The tensor stored last, moved past the end of the file.
+        let last = header
+            .iter()
+            .filter(|(name, _)| *name != "__metadata__")
+            .max_by_key(|(_, info)| info["data_offsets"][1].as_u64().unwrap())
+            .map(|(name, _)| name.clone())
+            .unwrap();
+        let end = header[&last]["data_offsets"][1].as_u64().unwrap();
+        let start = header[&last]["data_offsets"][0].as_u64().unwrap();
+        header[&last]["data_offsets"] = serde_json::json!([start, end + 4096]);
+        header[&last]["shape"] = serde_json::json!([(end + 4096 - start) / 4]);
+    });
+    let error = conversion_error(&hf);
+    assert_mentions(
+        &error,
+        &["model.safetensors", "do not end at the end of the file"],
+    );
+}
+
+#[test]
+fn a_dtype_the_offsets_contradict_is_refused() {
+    let hf = checkpoint_copy("dtype");
+    edit_header(&hf.join("model.safetensors"), |header| {
+        header["model.norm.weight"]["dtype"] = "F16".into();
+    });
+    let error = conversion_error(&hf);
+    assert_mentions(
+        &error,
+        &["model.safetensors", "does not match its dtype and shape"],
+    );
+}
+
+#[test]
+fn a_shard_listed_in_the_index_but_missing_is_refused() {
+    let hf = checkpoint_copy("missing-shard");
+    let header_names: Vec<String> = {
+        let bytes = std::fs::read(hf.join("model.safetensors")).unwrap();
+        let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        let header: Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+        header
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| *k != "__metadata__")
+            .cloned()
+            .collect()
+    };
+    let mut map = serde_json::Map::new();
+    for name in header_names {
+        map.insert(name, "model.safetensors".into());
+    }
+    map.insert(
+        "model.norm.weight".into(),
+        "model-00002-of-00002.safetensors".into(),
+    );
+    let index = serde_json::json!({"metadata": {}, "weight_map": map});
+    std::fs::write(
+        hf.join("model.safetensors.index.json"),
+        serde_json::to_string(&index).unwrap(),
+    )
+    .unwrap();
+    let error = conversion_error(&hf);
+    assert_mentions(
+        &error,
+        &[
+            "model.safetensors.index.json",
+            "model-00002-of-00002.safetensors",
+            "missing",
+        ],
+    );
+}
+
+#[test]
+fn a_config_of_another_architecture_is_refused() {
+    let hf = checkpoint_copy("architecture");
+    edit_json(&hf.join("config.json"), |config| {
+        config["architectures"] = serde_json::json!(["LlamaForCausalLM"]);
+    });
+    let error = conversion_error(&hf);
+    assert_mentions(
+        &error,
+        &["config.json", "LlamaForCausalLM", "not a Qwen3.5"],
+    );
+}
+
+#[test]
+fn shapes_that_disagree_with_the_config_are_refused() {
+    let hf = checkpoint_copy("shape");
+    edit_json(&hf.join("config.json"), |config| {
+        config["intermediate_size"] = 384.into();
+    });
+    let error = conversion_error(&hf);
+    assert_mentions(
+        &error,
+        &[
+            "model.safetensors",
+            "mlp.down_proj.weight",
+            "[256, 512]",
+            "[256, 384]",
+            "config.json",
+        ],
+    );
+}
+
+#[test]
+fn an_existing_output_is_kept_unless_forced() {
+    let dir = scratch("exists");
+    let out = dir.join("model.gguf");
+    std::fs::write(&out, b"precious").unwrap();
+    let error = convert(
+        &fixtures().join("hf"),
+        &out,
+        &options(OutType::F32),
+        |_, _, _| {},
+    )
+    .unwrap_err();
+    assert_mentions(
+        &error.to_string(),
+        &["model.gguf", "already exists", "--force"],
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), b"precious");
+    let forced = ConvertOptions {
+        force: true,
+        ..options(OutType::F32)
+    };
+    convert(&fixtures().join("hf"), &out, &forced, |_, _, _| {}).unwrap();
+    assert!(GgufFile::open(&out).is_ok());
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A failure after the output was started (here: the tokenizer, read after the header is planned)
+/// leaves no partial file, and the pre-existing file it would have replaced stays.
+#[test]
+fn a_failure_midway_leaves_no_partial_output() {
+    let hf = checkpoint_copy("midway");
+    std::fs::write(
+        hf.join("tokenizer.json"),
+        b"{\"model\": {\"type\": \"Unigram\"}}",
+    )
+    .unwrap();
+    let out_dir = hf.parent().unwrap().join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let out = out_dir.join("model.gguf");
+    std::fs::write(&out, b"old").unwrap();
+    let forced = ConvertOptions {
+        force: true,
+        ..options(OutType::F32)
+    };
+    let error = convert(&hf, &out, &forced, |_, _, _| {}).unwrap_err();
+    assert_mentions(&error.to_string(), &["tokenizer.json", "not BPE"]);
+    assert_eq!(std::fs::read(&out).unwrap(), b"old");
+    assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 1);
+    std::fs::remove_dir_all(hf.parent().unwrap()).unwrap();
+}
