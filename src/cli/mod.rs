@@ -7,6 +7,7 @@ mod convert;
 mod eval;
 mod generate;
 mod info;
+mod quantize;
 mod run;
 mod synth;
 mod tokenize;
@@ -51,6 +52,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Convert a Hugging Face Qwen3.5/3.6 checkpoint to GGUF, as llama.cpp's converter does.
     Convert(convert::ConvertArgs),
+    /// Quantize an F32/F16/BF16 GGUF with llama-quantize's per-tensor types and ggml's quantizers.
+    Quantize(quantize::QuantizeArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -64,6 +67,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Synth(args) => synth::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Convert(args) => convert::run(args),
+        Command::Quantize(args) => quantize::run(args),
     }
 }
 

@@ -10,10 +10,12 @@
 mod checkpoint;
 mod config;
 mod output;
+mod quantize;
 mod tensors;
 mod vocab;
 
 pub use output::{OutputError, PartialFile};
+pub use quantize::{quantize, QuantizeOptions, QuantizeSummary};
 pub use tensors::OutType;
 
 use crate::gguf::{GgufError, GgufWriter, MetaValue};
@@ -62,6 +64,18 @@ pub enum ConvertError {
     MissingTensor { tensor: String, config: PathBuf },
     #[error(transparent)]
     Output(#[from] OutputError),
+    #[error("{path}: {source}")]
+    Input {
+        path: PathBuf,
+        #[source]
+        source: GgufError,
+    },
+    #[error("{path}: not a qwen35 GGUF (general.architecture is not \"qwen35\")")]
+    NotQwen35 { path: PathBuf },
+    #[error("tensor {tensor}: it is already {from}; quantize from an F32, F16 or BF16 file")]
+    Requantize { tensor: String, from: String },
+    #[error("starting the worker threads: {0}")]
+    Threads(String),
     #[error(transparent)]
     Gguf(#[from] GgufError),
     #[error("encoding tensor {tensor}: {source}")]
