@@ -166,3 +166,60 @@ fn quantized_models_stay_close_to_hf_float32() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[derive(Deserialize)]
+struct RoundTrip {
+    greedy_ids: Vec<u32>,
+}
+
+/// `qwen35 check`-style parity for the round trip: convert → quantize, then the CPU engine
+/// against HF transformers float32 run on the weights the quantized file holds
+/// (`scripts/make_roundtrip_golden.py`): cosine ≥ 0.99999 at every prompt position, identical
+/// top-1, and the identical 32 greedy tokens.
+#[test]
+fn convert_then_quantize_matches_hf_on_the_quantized_weights() {
+    let golden: Golden =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("golden.json")).unwrap())
+            .unwrap();
+    let expected: std::collections::HashMap<String, RoundTrip> =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("roundtrip.json")).unwrap())
+            .unwrap();
+    let dir = scratch("roundtrip");
+    for quant in [Quant::Q4KM, Quant::Q8_0] {
+        let out = converted_and_quantized(&dir, quant);
+        let file = GgufFile::open(&out).unwrap();
+        let mut engine = load_engine(Arc::new(file), BackendKind::Cpu, 2, 128).unwrap();
+        let vocab = engine.config().vocab;
+        let (_, hf) =
+            npy::read_f32(&fixtures().join(format!("roundtrip-{}.logits.npy", quant.name())))
+                .unwrap();
+        let prompt = &golden.prompt_ids;
+        let logits = engine.eval(prompt, true).unwrap();
+        let mut worst = 1.0f64;
+        for (ours, theirs) in logits.chunks(vocab).zip(hf.chunks(vocab)) {
+            worst = worst.min(cosine(ours, theirs));
+            assert_eq!(argmax(ours), argmax(theirs), "{}: top-1", quant.name());
+        }
+        println!("{}: min cosine against HF {worst:.12}", quant.name());
+        assert!(worst >= 0.99999, "{}: min cosine {worst}", quant.name());
+
+        engine.reset();
+        let mut last = Vec::new();
+        for &token in prompt {
+            last = engine.eval(&[token], false).unwrap();
+        }
+        let mut greedy = Vec::new();
+        for _ in 0..expected[quant.name()].greedy_ids.len() {
+            let next = argmax(&last) as u32;
+            greedy.push(next);
+            last = engine.eval(&[next], false).unwrap();
+        }
+        assert_eq!(
+            greedy,
+            expected[quant.name()].greedy_ids,
+            "{}",
+            quant.name()
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
