@@ -182,3 +182,12 @@ pub fn progress_bar() -> indicatif::ProgressBar {
     );
     bar
 }
+
+/// "3 q4_K, 2 q6_K": a file's tensor count per type.
+pub fn type_summary(counts: &std::collections::BTreeMap<String, usize>) -> String {
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(name, count)| format!("{count} {name}"))
+        .collect();
+    parts.join(", ")
+}

@@ -45,18 +45,13 @@ pub fn run(args: QuantizeArgs) -> anyhow::Result<()> {
         )
     })?;
     bar.finish_and_clear();
-    let types: Vec<String> = summary
-        .type_counts
-        .iter()
-        .map(|(name, count)| format!("{count} {name}"))
-        .collect();
     println!(
         "{} -> {} ({}): {} tensors ({}), {} quantized, {:.3} GB in {:.2} s",
         args.input.display(),
         args.output.display(),
         args.quant.name(),
         summary.n_tensors,
-        types.join(", "),
+        super::type_summary(&summary.type_counts),
         summary.n_quantized,
         summary.bytes as f64 / 1e9,
         started.elapsed().as_secs_f64()

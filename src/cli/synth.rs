@@ -60,18 +60,13 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
     .with_context(|| format!("writing {}", args.output.display()))?;
     eprintln!();
 
-    let types: Vec<String> = summary
-        .type_counts
-        .iter()
-        .map(|(name, count)| format!("{count} {name}"))
-        .collect();
     println!(
         "{} {} -> {}: {} tensors ({}), vocab {}, {:.3} GB in {:.2} s ({:.2} GB/s)",
         args.preset.name(),
         args.quant.name(),
         args.output.display(),
         summary.n_tensors,
-        types.join(", "),
+        super::type_summary(&summary.type_counts),
         summary.n_vocab,
         summary.bytes as f64 / 1e9,
         summary.seconds,

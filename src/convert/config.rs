@@ -96,23 +96,18 @@ impl TextConfig {
         config.n_ff = config.usize_of("intermediate_size")?;
         config.n_head = config.usize_of("num_attention_heads")?;
         config.n_head_kv = config.usize_of("num_key_value_heads")?;
-        config.head_dim = match config.params.get("head_dim") {
-            Some(_) => config.usize_of("head_dim")?,
-            None => config.n_embd / config.n_head.max(1),
-        };
+        config.head_dim = config.usize_or("head_dim", config.n_embd / config.n_head)?;
         config.n_vocab = config.usize_of("vocab_size")?;
         config.conv_kernel = config.usize_of("linear_conv_kernel_dim")?;
         config.ssm_k_heads = config.usize_of("linear_num_key_heads")?;
         config.ssm_k_dim = config.usize_of("linear_key_head_dim")?;
         config.ssm_v_heads = config.usize_of("linear_num_value_heads")?;
         config.ssm_v_dim = config.usize_of("linear_value_head_dim")?;
-        config.full_attention_interval = match config.params.get("full_attention_interval") {
-            Some(_) => config.usize_of("full_attention_interval")?,
-            None => 4,
-        };
+        config.full_attention_interval = config.usize_or("full_attention_interval", 4)?;
+        // 0 (no MTP block) is a valid count here.
         config.n_mtp = match config.params.get("mtp_num_hidden_layers") {
-            Some(_) => config.usize_of("mtp_num_hidden_layers")?,
-            None => 0,
+            Some(Value::Number(n)) if n.as_u64() == Some(0) => 0,
+            _ => config.usize_or("mtp_num_hidden_layers", 0)?,
         };
         config.tied_embeddings = config
             .params
@@ -145,6 +140,14 @@ impl TextConfig {
                 .and_then(|v| usize::try_from(v).ok())
                 .filter(|&v| v > 0)
                 .ok_or_else(|| self.bad(format!("{key:?} is {value}, not a positive integer"))),
+        }
+    }
+
+    /// A positive integer, or `default` when the key is absent.
+    fn usize_or(&self, key: &str, default: usize) -> Result<usize, ConvertError> {
+        match self.params.get(key) {
+            Some(_) => self.usize_of(key),
+            None => Ok(default),
         }
     }
 

@@ -12,6 +12,7 @@ use crate::gguf::{GgufFile, GgufWriter, MetaValue, TensorInfo};
 use crate::quant::{dequantize, quantize_row, GgmlType};
 use crate::synth::{Quant, TypeRule};
 use rayon::prelude::*;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 #[derive(Clone, Debug)]
@@ -26,8 +27,8 @@ pub struct QuantizeOptions {
 pub struct QuantizeSummary {
     pub n_tensors: usize,
     pub n_quantized: usize,
-    /// Tensor count per type name, in first-seen order.
-    pub type_counts: Vec<(String, usize)>,
+    /// Tensor count per type name.
+    pub type_counts: BTreeMap<String, usize>,
     pub bytes: u64,
 }
 
@@ -102,12 +103,9 @@ pub fn quantize(
     }
     let bytes = output.finish(data.finish()?)?;
 
-    let mut type_counts: Vec<(String, usize)> = Vec::new();
+    let mut type_counts = BTreeMap::new();
     for ty in &types {
-        match type_counts.iter_mut().find(|(name, _)| *name == ty.name()) {
-            Some((_, count)) => *count += 1,
-            None => type_counts.push((ty.name(), 1)),
-        }
+        *type_counts.entry(ty.name()).or_insert(0) += 1;
     }
     Ok(QuantizeSummary {
         n_tensors: tensors.len(),
