@@ -403,3 +403,140 @@ fn a_failure_midway_leaves_no_partial_output() {
     assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 1);
     std::fs::remove_dir_all(hf.parent().unwrap()).unwrap();
 }
+
+/// The fixture rewritten as a multimodal checkpoint (`Qwen3_5ForConditionalGeneration`, text
+/// under `model.language_model.`, a vision tensor) with one MTP layer (a copy of layer 3 plus
+/// the MTP head's fc and norms) split over two shards with an index. The same shapes were
+/// compared with llama.cpp's converter at 0.8B size (benches/results/convert-2026-12-04/).
+fn multimodal_mtp_checkpoint(dir: &Path) {
+    use safetensors::tensor::TensorView;
+    let source = std::fs::read(fixtures().join("hf/model.safetensors")).unwrap();
+    let source = safetensors::SafeTensors::deserialize(&source).unwrap();
+    let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
+    for (name, view) in source.tensors() {
+        let shape = view.shape().to_vec();
+        let data = view.data().to_vec();
+        if let Some(rest) = name.strip_prefix("model.layers.3.") {
+            tensors.push((format!("mtp.layers.0.{rest}"), shape.clone(), data.clone()));
+        }
+        if name == "model.norm.weight" {
+            for mtp in [
+                "mtp.norm.weight",
+                "mtp.pre_fc_norm_embedding.weight",
+                "mtp.pre_fc_norm_hidden.weight",
+            ] {
+                tensors.push((mtp.into(), shape.clone(), data.clone()));
+            }
+        }
+        let renamed = name.replacen("model.", "model.language_model.", 1);
+        tensors.push((renamed, shape, data));
+    }
+    let fc: Vec<u8> = (0..256 * 512)
+        .flat_map(|i| (i as f32 * 1e-4).to_le_bytes())
+        .collect();
+    tensors.push(("mtp.fc.weight".into(), vec![256, 512], fc));
+    tensors.push((
+        "model.visual.patch_embed.proj.weight".into(),
+        vec![4, 4],
+        vec![0; 64],
+    ));
+    tensors.sort_by(|a, b| a.0.cmp(&b.0));
+    let half = tensors.len() / 2;
+    let mut weight_map = serde_json::Map::new();
+    for (shard, part) in [
+        ("model-00001-of-00002.safetensors", &tensors[..half]),
+        ("model-00002-of-00002.safetensors", &tensors[half..]),
+    ] {
+        let views: Vec<(String, TensorView)> = part
+            .iter()
+            .map(|(name, shape, data)| {
+                weight_map.insert(name.clone(), shard.into());
+                (
+                    name.clone(),
+                    TensorView::new(safetensors::Dtype::F32, shape.clone(), data).unwrap(),
+                )
+            })
+            .collect();
+        safetensors::serialize_to_file(views, None, &dir.join(shard)).unwrap();
+    }
+    std::fs::write(
+        dir.join("model.safetensors.index.json"),
+        serde_json::to_string(&serde_json::json!({"metadata": {}, "weight_map": weight_map}))
+            .unwrap(),
+    )
+    .unwrap();
+    let mut text: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("hf/config.json")).unwrap())
+            .unwrap();
+    text["mtp_num_hidden_layers"] = 1.into();
+    let config = serde_json::json!({
+        "architectures": ["Qwen3_5ForConditionalGeneration"],
+        "model_type": "qwen3_5",
+        "text_config": text,
+    });
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    for file in ["tokenizer.json", "tokenizer_config.json"] {
+        std::fs::copy(fixtures().join("hf").join(file), dir.join(file)).unwrap();
+    }
+}
+
+#[test]
+fn multimodal_checkpoints_keep_the_text_model_and_the_mtp_layer() {
+    let dir = scratch("mtp");
+    let hf = dir.join("hf");
+    std::fs::create_dir(&hf).unwrap();
+    multimodal_mtp_checkpoint(&hf);
+
+    let with_mtp = dir.join("mtp.gguf");
+    let summary = convert(&hf, &with_mtp, &options(OutType::F32), |_, _, _| {}).unwrap();
+    assert_eq!((summary.n_mtp_layers, summary.skipped_vision), (1, 1));
+    let file = GgufFile::open(&with_mtp).unwrap();
+    assert_eq!(file.get_u32("qwen35.block_count").unwrap(), 5);
+    assert_eq!(file.get_u32("qwen35.nextn_predict_layers").unwrap(), 1);
+    let data = |name: &str| file.tensor_data(file.tensor(name).unwrap()).to_vec();
+    assert_eq!(data("blk.4.attn_q.weight"), data("blk.3.attn_q.weight"));
+    assert_eq!(data("blk.4.nextn.enorm.weight"), data("output_norm.weight"));
+    assert_eq!(
+        data("blk.4.nextn.shared_head_norm.weight"),
+        data("output_norm.weight")
+    );
+    assert_eq!(
+        file.tensor("blk.4.nextn.eh_proj.weight").unwrap().dims,
+        [512, 256]
+    );
+    assert!(file.tensors().iter().all(|t| !t.name.contains("visual")));
+
+    // Without the MTP layer it is the plain checkpoint's conversion, tensor for tensor.
+    let without = dir.join("no-mtp.gguf");
+    let opts = ConvertOptions {
+        no_mtp: true,
+        ..options(OutType::F32)
+    };
+    convert(&hf, &without, &opts, |_, _, _| {}).unwrap();
+    let plain = dir.join("plain.gguf");
+    convert_fixture(OutType::F32, &plain);
+    let (without, plain) = (
+        GgufFile::open(&without).unwrap(),
+        GgufFile::open(&plain).unwrap(),
+    );
+    let names = |f: &GgufFile| {
+        f.tensors()
+            .iter()
+            .map(|t| t.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&without), names(&plain));
+    for t in plain.tensors() {
+        assert!(
+            without.tensor_data(without.tensor(&t.name).unwrap()) == plain.tensor_data(t),
+            "{}",
+            t.name
+        );
+    }
+    for (key, value) in plain.metadata() {
+        if key != "general.name" {
+            assert_eq!(without.get(key), Some(value), "{key}");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
