@@ -11,7 +11,9 @@ mod preset;
 mod vocab;
 mod weights;
 
-pub use plan::{plan, plan_for, use_more_bits, width_fallback, Init, PlannedTensor, Quant};
+pub use plan::{
+    plan, plan_for, use_more_bits, width_fallback, Init, PlannedTensor, Quant, TypeRule,
+};
 pub use preset::{ModelShape, Preset};
 
 use crate::gguf::{GgufError, GgufFile, GgufWriter, MetaArray, MetaValue};

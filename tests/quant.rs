@@ -17,12 +17,13 @@ const SUPPORTED: [GgmlType; 9] = [
     GgmlType::Q6_K,
 ];
 
-const QUANTIZABLE: [GgmlType; 6] = [
+const QUANTIZABLE: [GgmlType; 7] = [
     GgmlType::F32,
     GgmlType::F16,
     GgmlType::BF16,
     GgmlType::Q8_0,
     GgmlType::Q4_K,
+    GgmlType::Q5_K,
     GgmlType::Q6_K,
 ];
 
@@ -356,6 +357,7 @@ fn quantizers_round_trip_normal_data_within_bounds() {
         (GgmlType::Q8_0, 6.5e-3),
         (GgmlType::Q6_K, 2.0e-2),
         (GgmlType::Q4_K, 8.0e-2),
+        (GgmlType::Q5_K, 4.0e-2),
     ];
     for (ty, bound) in bounds {
         let error = relative_rmse(&x, &round_trip(ty, &x));
@@ -406,8 +408,9 @@ fn quantizers_handle_zero_constant_huge_and_tiny_rows() {
         for magnitude in [1e30f32, 1e6, 1e-6, 1e-30, 1e-40] {
             let x: Vec<f32> = rng.normals(n).iter().map(|v| v * magnitude).collect();
             let decoded = round_trip(ty, &x);
-            // F16 has no scale to saturate: like ggml, out-of-range values become infinities.
-            if ty == GgmlType::F16 && magnitude > 65504.0 {
+            // Like ggml's, the quantizers store a scale past the f16 range as an infinity (and
+            // F16 has no scale: out-of-range values become infinities).
+            if magnitude > 1e20 || (ty == GgmlType::F16 && magnitude > 65504.0) {
                 continue;
             }
             assert!(
@@ -472,8 +475,8 @@ fn unsupported_types_are_named_errors() {
             ..
         })
     ));
-    let error = quantize_row(GgmlType::Q5_K, &[0.0; 256], &mut Vec::new()).unwrap_err();
-    assert!(error.to_string().contains("q5_K"), "{error}");
+    let error = quantize_row(GgmlType::Q5_0, &[0.0; 32], &mut Vec::new()).unwrap_err();
+    assert!(error.to_string().contains("q5_0"), "{error}");
 }
 
 /// The exact prefill kernel must give what decode's `dot_row` gives, bit for bit, for every
@@ -503,4 +506,38 @@ fn dot_f32_tokens_is_bit_identical_to_dot_row() {
     let mut out = [0.0f32; 1];
     assert!(qwen35::quant::dot_f32_tokens(&[1.0, 2.0], &[&[1.0][..]], &mut out).is_err());
     assert!(qwen35::quant::dot_f32_tokens(&[1.0], &[], &mut out).is_err());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Byte for byte against ggml's own reference quantizers.
+
+/// `tests/data/quant/ggml_ref_in.f32` (rows of 512: normal data, all-zero, constant, outlier,
+/// extreme, subnormal and tie blocks; `scripts/make_ggml_quant_vectors.py`) quantized by ggml
+/// b11434's reference quantizers without an importance matrix
+/// (`benches/results/convert-2026-12-04/ggml_ref/`): ours must give the same bytes.
+#[test]
+fn quantizers_match_ggml_reference_byte_for_byte() {
+    let input = vector_f32("ggml_ref_in.f32");
+    for (ty, suffix) in [
+        (GgmlType::Q8_0, "q8_0"),
+        (GgmlType::Q4_K, "q4_k"),
+        (GgmlType::Q5_K, "q5_k"),
+        (GgmlType::Q6_K, "q6_k"),
+    ] {
+        let expected = vector(&format!("ggml_ref_out.{suffix}"));
+        let ours = quantize(ty, &input);
+        assert_eq!(ours.len(), expected.len(), "{ty:?}");
+        let block = ty.block_bytes();
+        let differing: Vec<usize> = ours
+            .chunks_exact(block)
+            .zip(expected.chunks_exact(block))
+            .enumerate()
+            .filter(|(_, (a, b))| a != b)
+            .map(|(i, _)| i)
+            .collect();
+        assert!(
+            differing.is_empty(),
+            "{ty:?}: blocks {differing:?} differ from ggml's"
+        );
+    }
 }

@@ -157,14 +157,28 @@ fn check_types(file: &GgufFile, quant: Quant, n_layer: u64) {
             _ if !matrix => GgmlType::F32,
             Quant::F16 => GgmlType::F16,
             Quant::Q8_0 => GgmlType::Q8_0,
-            Quant::Q4KM if t.name == "output.weight" => GgmlType::Q6_K,
-            Quant::Q4KM => {
+            Quant::Q6K => GgmlType::Q6_K,
+            _ if t.name == "output.weight" => GgmlType::Q6_K,
+            Quant::Q4KM | Quant::Q5KM => {
                 let more_bits_kind = t.name.contains("attn_v.")
                     || t.name.contains("attn_qkv.")
                     || t.name.contains("ffn_down");
                 match layer_of(&t.name) {
                     Some(layer) if more_bits_kind && use_more_bits(layer, n_layer) => {
                         GgmlType::Q6_K
+                    }
+                    _ if quant == Quant::Q5KM => GgmlType::Q5_K,
+                    _ => GgmlType::Q4_K,
+                }
+            }
+            // Q4_K_S: the first four attn_v-like tensors (one a layer) and the ffn_down of the
+            // first eighth of the layers get Q5_K.
+            Quant::Q4KS => {
+                let attn_v_like = t.name.contains("attn_v.") || t.name.contains("attn_qkv.");
+                match layer_of(&t.name) {
+                    Some(layer) if attn_v_like && layer < 4 => GgmlType::Q5_K,
+                    Some(layer) if t.name.contains("ffn_down") && layer < n_layer / 8 => {
+                        GgmlType::Q5_K
                     }
                     _ => GgmlType::Q4_K,
                 }

@@ -3,9 +3,11 @@
 mod bench;
 mod chat;
 mod check;
+mod convert;
 mod eval;
 mod generate;
 mod info;
+mod quantize;
 mod run;
 mod synth;
 mod tokenize;
@@ -48,6 +50,10 @@ enum Command {
     Synth(synth::SynthArgs),
     /// Backend comparison benchmark.
     Bench(bench::BenchArgs),
+    /// Convert a Hugging Face Qwen3.5/3.6 checkpoint to GGUF, as llama.cpp's converter does.
+    Convert(convert::ConvertArgs),
+    /// Quantize an F32/F16/BF16 GGUF with llama-quantize's per-tensor types and ggml's quantizers.
+    Quantize(quantize::QuantizeArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -60,6 +66,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Check(args) => check::run(args),
         Command::Synth(args) => synth::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Convert(args) => convert::run(args),
+        Command::Quantize(args) => quantize::run(args),
     }
 }
 
@@ -217,3 +225,24 @@ pub fn parse_token_ids(text: &str) -> anyhow::Result<Vec<u32>> {
 }
 
 const DEFAULT_CTX: usize = 8192;
+
+/// A progress bar on stderr for a job measured in bytes, with the current item as its message.
+pub fn progress_bar() -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {wide_msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// "3 q4_K, 2 q6_K": a file's tensor count per type.
+pub fn type_summary(counts: &std::collections::BTreeMap<String, usize>) -> String {
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(name, count)| format!("{count} {name}"))
+        .collect();
+    parts.join(", ")
+}

@@ -65,18 +65,13 @@ pub fn run(args: SynthArgs) -> anyhow::Result<()> {
         eprintln!();
     }
 
-    let types: Vec<String> = summary
-        .type_counts
-        .iter()
-        .map(|(name, count)| format!("{count} {name}"))
-        .collect();
     println!(
         "{} {} -> {}: {} tensors ({}), vocab {}, {} in {:.2} s ({:.2} GB/s)",
         args.preset.name(),
         args.quant.name(),
         args.output.display(),
         summary.n_tensors,
-        types.join(", "),
+        super::type_summary(&summary.type_counts),
         summary.n_vocab,
         bytes(summary.bytes),
         summary.seconds,

@@ -8,10 +8,6 @@ use bytemuck::{Pod, Zeroable};
 use super::lanes::LaneSum;
 use super::{GgmlType, QuantError};
 
-/// The largest finite f16; encoders clamp scales to it so huge inputs saturate instead of
-/// turning into infinities.
-pub(super) const F16_MAX: f32 = 65504.0;
-
 /// One block-quantized ggml format.
 pub(super) trait BlockFormat {
     const TYPE: GgmlType;
@@ -58,11 +54,13 @@ pub(super) fn f32_to_f16(value: f32) -> [u8; 2] {
     half::f16::from_f32(value).to_le_bytes()
 }
 
-/// Round-trips `value` through f16, clamped to the finite range, so an encoder can compute
-/// the rest of a block against the scale a decoder will actually see.
-pub(super) fn stored_f16(value: f32) -> (f32, [u8; 2]) {
-    let bytes = f32_to_f16(value.clamp(-F16_MAX, F16_MAX));
-    (f16_to_f32(bytes), bytes)
+/// ggml's `nearest_int`: rounds half to even by adding 1.5·2^23 and reading the low mantissa
+/// bits. Exact for |x| < 2^22; beyond that (and for NaN) it yields the same bits ggml gets,
+/// which is what keeps extreme blocks byte-identical to ggml's.
+#[inline(always)]
+pub(super) fn nearest_int(x: f32) -> i32 {
+    let shifted = x + 12_582_912.0;
+    (shifted.to_bits() as i32 & 0x007f_ffff) - 0x0040_0000
 }
 
 pub(super) fn blocks<F: BlockFormat>(bytes: &[u8]) -> Result<&[F::Block], QuantError> {

@@ -177,6 +177,7 @@ pub fn quantize_row(ty: GgmlType, x: &[f32], out: &mut Vec<u8>) -> Result<(), Qu
         GgmlType::BF16 => float::quantize_row::<Bf16>(x, out),
         GgmlType::Q8_0 => block::quantize_row::<q8_0::Q8_0>(x, out),
         GgmlType::Q4_K => block::quantize_row::<q4_k::Q4K>(x, out),
+        GgmlType::Q5_K => block::quantize_row::<q5_k::Q5K>(x, out),
         GgmlType::Q6_K => block::quantize_row::<q6_k::Q6K>(x, out),
         _ => unsupported(ty, "quantize_row"),
     }

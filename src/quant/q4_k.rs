@@ -5,7 +5,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::block::{f16_to_f32, stored_f16, BlockFormat, BlockQuantizer};
+use super::block::{f16_to_f32, f32_to_f16, nearest_int, BlockFormat, BlockQuantizer};
 use super::GgmlType;
 
 #[repr(C)]
@@ -96,173 +96,178 @@ impl BlockFormat for Q4K {
     }
 }
 
-/// Candidate inverse scales tried per run: (max_q − 1 + 0.1·k) / range for k in 0..=20.
-const SEARCH_STEPS: u8 = 20;
-/// Rounds of re-assigning levels under the best fit so far and refitting.
-const REFINE_ROUNDS: usize = 4;
+/// Per-run affine fits of a 256-element block as ggml's reference Q4_K/Q5_K quantizers make
+/// them (no importance matrix): each run of 32 is fitted by a search over inverse scales with
+/// weighted least squares, the run scales and mins are quantized to 6 bits against the block's
+/// f16 `d` and `dmin`, and the elements are re-rounded against the decoded values. Every float
+/// operation is ggml's, in ggml's order, so the bytes are ggml's.
+pub(super) struct AffineBlock {
+    pub(super) d: [u8; 2],
+    pub(super) dmin: [u8; 2],
+    pub(super) scales: [u8; 12],
+    /// One level in `0..=max_level` per element.
+    pub(super) levels: [u8; 256],
+}
 
-/// Fits `x ≈ scale·q − min` with integer `q` in `0..=max_q`, `scale ≥ 0` and `min ≥ 0`
-/// (the format cannot shift a run upwards), minimizing squared error weighted towards
-/// larger magnitudes (`rms(x) + |x|`), since large weights matter most to a layer's output.
-///
-/// Plain min/max scaling wastes levels on outliers; instead a few scales around
-/// `max_q / range` are tried, and for each resulting assignment of `q` the best
-/// (scale, min) follows in closed form from weighted least squares. The winner is then
-/// refined by alternating level assignment and refitting while the error drops.
-fn fit_scale_min(x: &[f32], max_q: f32) -> (f32, f32) {
-    let lowest = x.iter().fold(0.0f32, |lo, &v| lo.min(v));
-    let highest = x.iter().fold(0.0f32, |hi, &v| hi.max(v));
-    // Fit in units of the largest magnitude so squares cannot overflow or underflow.
-    let norm = highest.max(-lowest);
-    if !(norm > 0.0 && norm.is_finite()) {
-        return (0.0, 0.0);
+/// The search grid of [`fit_run`]: inverse scales `(rmin + rdelta·k + max_level) / range`.
+pub(super) struct Search {
+    pub(super) max_level: i32,
+    pub(super) rmin: f32,
+    pub(super) rdelta: f32,
+    pub(super) steps: i32,
+}
+
+pub(super) fn quantize_affine_block(x: &[f32; 256], search: &Search) -> AffineBlock {
+    let mut levels = [0u8; 256];
+    let mut run_scales = [0.0f32; 8];
+    let mut run_mins = [0.0f32; 8];
+    let (mut max_scale, mut max_min) = (0.0f32, 0.0f32);
+    let runs = x.chunks_exact(32).zip(levels.as_chunks_mut::<32>().0);
+    for (j, (run, run_levels)) in runs.enumerate() {
+        let mut sum_x2 = 0.0f32;
+        for &v in run {
+            sum_x2 += v * v;
+        }
+        let av_x = (sum_x2 / 32.0).sqrt();
+        let mut weights = [0.0f32; 32];
+        for (w, &v) in weights.iter_mut().zip(run) {
+            *w = av_x + v.abs();
+        }
+        let (scale, min) = fit_run(run, &weights, search, run_levels);
+        run_scales[j] = scale;
+        run_mins[j] = min;
+        if scale > max_scale {
+            max_scale = scale;
+        }
+        if min > max_min {
+            max_min = min;
+        }
     }
-    let (lowest, range) = (lowest / norm, (highest - lowest) / norm);
-    let rms = (x.iter().map(|v| (v / norm) * (v / norm)).sum::<f32>() / x.len() as f32).sqrt();
-    let weighted = || x.iter().map(move |&v| (v / norm, rms + (v / norm).abs()));
-
-    // Levels for `x ≈ q / inverse_scale + offset`, with each value and its weight.
-    let levels = |offset: f32, inverse_scale: f32| {
-        weighted().map(move |(v, w)| {
-            let q = ((v - offset) * inverse_scale).round().clamp(0.0, max_q);
-            (v, w, q)
-        })
+    let inverse_scale = if max_scale > 0.0 {
+        63.0 / max_scale
+    } else {
+        0.0
     };
-    let error = |offset: f32, inverse_scale: f32, fit: Fit| -> f32 {
-        levels(offset, inverse_scale)
-            .map(|(v, w, q)| w * (fit.scale * q + fit.offset - v).powi(2))
-            .sum()
-    };
-    // The least-squares (scale, offset ≤ 0) for the levels of (offset, inverse_scale).
-    let refit = |offset: f32, inverse_scale: f32| -> Option<(Fit, f32)> {
-        let sums = levels(offset, inverse_scale).fold([0.0f32; 5], |s, (v, w, q)| {
-            [
-                s[0] + w,
-                s[1] + w * q,
-                s[2] + w * q * q,
-                s[3] + w * v,
-                s[4] + w * q * v,
-            ]
-        });
-        let [sw, sq, sqq, sx, sqx] = sums;
-        let det = sw * sqq - sq * sq;
-        if det.is_nan() || det <= 0.0 {
-            return None;
+    let inverse_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
+    let mut scales6 = [0u8; 8];
+    let mut mins6 = [0u8; 8];
+    for j in 0..8 {
+        // ggml stores nearest_int's result in a byte before clamping to 63.
+        scales6[j] = (nearest_int(inverse_scale * run_scales[j]) as u8).min(63);
+        mins6[j] = (nearest_int(inverse_min * run_mins[j]) as u8).min(63);
+    }
+    let d = f32_to_f16(max_scale / 63.0);
+    let dmin = f32_to_f16(max_min / 63.0);
+    for j in 0..8 {
+        let step = f16_to_f32(d) * f32::from(scales6[j]);
+        if step == 0.0 {
+            continue;
         }
-        let mut fit = Fit {
-            scale: (sw * sqx - sq * sx) / det,
-            offset: (sqq * sx - sq * sqx) / det,
-        };
-        if fit.offset > 0.0 {
-            fit = Fit {
-                scale: sqx / sqq,
-                offset: 0.0,
-            };
+        let offset = f16_to_f32(dmin) * f32::from(mins6[j]);
+        for (level, &v) in levels[32 * j..32 * (j + 1)].iter_mut().zip(&x[32 * j..]) {
+            *level = nearest_int((v + offset) / step).clamp(0, search.max_level) as u8;
         }
-        (fit.scale > 0.0).then(|| (fit, error(offset, inverse_scale, fit)))
-    };
+    }
+    AffineBlock {
+        d,
+        dmin,
+        scales: pack_scale_mins(&scales6, &mins6),
+        levels,
+    }
+}
 
-    let plain = Fit {
-        scale: range / max_q,
-        offset: lowest,
-    };
-    let mut best = (plain, error(lowest, max_q / range, plain));
-    for step in 0..=SEARCH_STEPS {
-        let inverse_scale = (max_q - 1.0 + 0.1 * f32::from(step)) / range;
-        if let Some(candidate) = refit(lowest, inverse_scale) {
-            if candidate.1 < best.1 {
-                best = candidate;
+/// ggml's `make_qkx2_quants` for one run of 32 (squared error): fits `x ≈ scale·l − min` with
+/// `l` in `0..=max_level`, writing the levels; returns `(scale, min)` with `min ≥ 0`.
+fn fit_run(x: &[f32], weights: &[f32; 32], search: &Search, levels: &mut [u8; 32]) -> (f32, f32) {
+    let n_max = search.max_level;
+    let mut min = x[0];
+    let mut max = x[0];
+    let mut sum_w = weights[0];
+    let mut sum_x = sum_w * x[0];
+    for i in 1..32 {
+        if x[i] < min {
+            min = x[i];
+        }
+        if x[i] > max {
+            max = x[i];
+        }
+        sum_w += weights[i];
+        sum_x += weights[i] * x[i];
+    }
+    if min > 0.0 {
+        min = 0.0;
+    }
+    if max == min {
+        levels.fill(0);
+        return (0.0, -min);
+    }
+    let level_of =
+        |inverse: f32, v: f32, min: f32| nearest_int(inverse * (v - min)).clamp(0, n_max);
+    let inverse = n_max as f32 / (max - min);
+    let mut scale = 1.0 / inverse;
+    let mut best_error = 0.0f32;
+    for i in 0..32 {
+        levels[i] = level_of(inverse, x[i], min) as u8;
+        let diff = scale * f32::from(levels[i]) + min - x[i];
+        best_error += weights[i] * (diff * diff);
+    }
+    let mut candidate = [0u8; 32];
+    for k in 0..=search.steps {
+        let inverse = (search.rmin + search.rdelta * k as f32 + n_max as f32) / (max - min);
+        let (mut sum_l, mut sum_l2, mut sum_xl) = (0.0f32, 0.0f32, 0.0f32);
+        for i in 0..32 {
+            let l = level_of(inverse, x[i], min);
+            candidate[i] = l as u8;
+            let (w, l) = (weights[i], l as f32);
+            sum_l += w * l;
+            sum_l2 += w * l * l;
+            sum_xl += w * l * x[i];
+        }
+        let det = sum_w * sum_l2 - sum_l * sum_l;
+        if det > 0.0 {
+            let mut this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
+            let mut this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+            if this_min > 0.0 {
+                this_min = 0.0;
+                this_scale = sum_xl / sum_l2;
+            }
+            let mut error = 0.0f32;
+            for i in 0..32 {
+                let diff = this_scale * f32::from(candidate[i]) + this_min - x[i];
+                error += weights[i] * (diff * diff);
+            }
+            if error < best_error {
+                *levels = candidate;
+                best_error = error;
+                scale = this_scale;
+                min = this_min;
             }
         }
     }
-    for _ in 0..REFINE_ROUNDS {
-        match refit(best.0.offset, 1.0 / best.0.scale) {
-            Some(candidate) if candidate.1 < best.1 => best = candidate,
-            _ => break,
-        }
-    }
-    (best.0.scale * norm, -best.0.offset * norm)
-}
-
-/// `x ≈ scale·q + offset`, in the normalized units of [`fit_scale_min`].
-#[derive(Clone, Copy)]
-struct Fit {
-    scale: f32,
-    offset: f32,
-}
-
-/// A Q4_K/Q5_K block's quantized scale fields and the per-run (scale, min) they decode to.
-struct ScaleMins {
-    d: [u8; 2],
-    dmin: [u8; 2],
-    packed: [u8; 12],
-    runs: [(f32, f32); 8],
-}
-
-/// Fits every run of 32, then stores the fits as 6-bit multiples of `d` and `dmin` (chosen so
-/// the largest scale and min land on 63), reporting what a decoder will reconstruct.
-fn quantize_scale_mins(x: &[f32; 256], max_q: f32) -> ScaleMins {
-    let mut fits = [(0.0f32, 0.0f32); 8];
-    for (fit, run) in fits.iter_mut().zip(x.chunks_exact(32)) {
-        *fit = fit_scale_min(run, max_q);
-    }
-    let (largest_scale, largest_min) = fits
-        .iter()
-        .fold((0.0f32, 0.0f32), |(s, m), &(fs, fm)| (s.max(fs), m.max(fm)));
-    let (d, d_bytes) = stored_f16(largest_scale / 63.0);
-    let (dmin, dmin_bytes) = stored_f16(largest_min / 63.0);
-    let six_bits = |value: f32, unit: f32| {
-        if unit > 0.0 {
-            (value / unit).round().clamp(0.0, 63.0) as u8
-        } else {
-            0
-        }
-    };
-    let mut scales = [0u8; 8];
-    let mut mins = [0u8; 8];
-    let mut runs = [(0.0f32, 0.0f32); 8];
-    for (((scale, min), run), &(fit_scale, fit_min)) in
-        scales.iter_mut().zip(&mut mins).zip(&mut runs).zip(&fits)
-    {
-        *scale = six_bits(fit_scale, d);
-        *min = six_bits(fit_min, dmin);
-        *run = (d * f32::from(*scale), dmin * f32::from(*min));
-    }
-    ScaleMins {
-        d: d_bytes,
-        dmin: dmin_bytes,
-        packed: pack_scale_mins(&scales, &mins),
-        runs,
-    }
-}
-
-/// The level in `0..=max_q` nearest to `value` under a run's decoded (scale, min).
-fn nearest_level(value: f32, (scale, min): (f32, f32), max_q: f32) -> u8 {
-    if scale > 0.0 {
-        ((value + min) / scale).round().clamp(0.0, max_q) as u8
-    } else {
-        0
-    }
+    (scale, -min)
 }
 
 impl BlockQuantizer for Q4K {
     fn encode(x: &[f32; 256]) -> BlockQ4K {
-        let fit = quantize_scale_mins(x, 15.0);
+        let block = quantize_affine_block(
+            x,
+            &Search {
+                max_level: 15,
+                rmin: -1.0,
+                rdelta: 0.1,
+                steps: 20,
+            },
+        );
         let mut qs = [[0u8; 32]; 4];
-        let run_pairs = x.chunks_exact(64).zip(fit.runs.chunks_exact(2));
-        for (group, (values, params)) in qs.iter_mut().zip(run_pairs) {
-            if let [low_params, high_params] = params {
-                let (low, high) = values.split_at(32);
-                for ((byte, &low), &high) in group.iter_mut().zip(low).zip(high) {
-                    *byte = nearest_level(low, *low_params, 15.0)
-                        | (nearest_level(high, *high_params, 15.0) << 4);
-                }
+        for (group, pair) in qs.iter_mut().zip(block.levels.chunks_exact(64)) {
+            for (byte, (&low, &high)) in group.iter_mut().zip(pair[..32].iter().zip(&pair[32..])) {
+                *byte = low | (high << 4);
             }
         }
         BlockQ4K {
-            d: fit.d,
-            dmin: fit.dmin,
-            scales: fit.packed,
+            d: block.d,
+            dmin: block.dmin,
+            scales: block.scales,
             qs,
         }
     }

@@ -3,8 +3,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::block::BlockFormat;
-use super::q4_k::dequantize_runs;
+use super::block::{BlockFormat, BlockQuantizer};
+use super::q4_k::{dequantize_runs, quantize_affine_block, Search};
 use super::GgmlType;
 
 #[repr(C)]
@@ -41,5 +41,36 @@ impl BlockFormat for Q5K {
             }
         }
         dequantize_runs(block.d, block.dmin, &block.scales, &runs, out);
+    }
+}
+
+impl BlockQuantizer for Q5K {
+    /// ggml's reference quantizer: Q4_K's affine runs with 5-bit levels and a finer search.
+    fn encode(x: &[f32; 256]) -> BlockQ5K {
+        let block = quantize_affine_block(
+            x,
+            &Search {
+                max_level: 31,
+                rmin: -0.5,
+                rdelta: 0.1,
+                steps: 15,
+            },
+        );
+        let mut qh = [0u8; 32];
+        let mut qs = [[0u8; 32]; 4];
+        for (j, (group, pair)) in qs.iter_mut().zip(block.levels.chunks_exact(64)).enumerate() {
+            for l in 0..32 {
+                let (low, high) = (pair[l], pair[l + 32]);
+                qh[l] |= ((low >> 4) << (2 * j)) | ((high >> 4) << (2 * j + 1));
+                group[l] = (low & 0x0f) | ((high & 0x0f) << 4);
+            }
+        }
+        BlockQ5K {
+            d: block.d,
+            dmin: block.dmin,
+            scales: block.scales,
+            qh,
+            qs,
+        }
     }
 }

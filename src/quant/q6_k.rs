@@ -8,7 +8,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::block::{f16_to_f32, stored_f16, BlockFormat, BlockQuantizer};
+use super::block::{f16_to_f32, f32_to_f16, nearest_int, BlockFormat, BlockQuantizer};
 use super::GgmlType;
 
 #[repr(C)]
@@ -60,94 +60,106 @@ impl BlockFormat for Q6K {
     }
 }
 
-/// Candidate inverse scales tried per run: −(32 + 0.1·k) / peak for k in −9..=9.
-const SEARCH_STEPS: i8 = 9;
+/// ggml's `GROUP_MAX_EPS`: runs and blocks whose peak is below it are all zero.
+const GROUP_MAX_EPS: f32 = 1e-15;
 
-/// Fits `x ≈ scale·q` with integer `q` in `-32..=31`, minimizing squared error weighted by
-/// `x²` (large weights matter most). The peak element is mapped to the negative end, which
-/// has one more level; a few neighbouring inverse scales are tried, and for each resulting `q`
-/// the best scale follows in closed form.
-fn fit_scale(x: &[f32]) -> f32 {
-    let peak = x.iter().fold(
-        0.0f32,
-        |peak, &v| if v.abs() > peak.abs() { v } else { peak },
-    );
-    // Fit in units of the peak magnitude so squares cannot overflow or underflow.
-    let norm = peak.abs();
-    if !(norm > 0.0 && norm.is_finite()) {
-        return 0.0;
-    }
-    let peak = peak / norm;
-    let mut best_scale = peak / -32.0;
-    let mut best_score = f32::NEG_INFINITY;
-    for step in -SEARCH_STEPS..=SEARCH_STEPS {
-        let inverse_scale = -(32.0 + 0.1 * f32::from(step)) / peak;
-        let (sqx, sqq) = x.iter().fold((0.0f32, 0.0f32), |(sqx, sqq), &v| {
-            let v = v / norm;
-            let q = (v * inverse_scale).round().clamp(-32.0, 31.0);
-            let w = v * v;
-            (sqx + w * q * v, sqq + w * q * q)
-        });
-        // With the optimal scale sqx/sqq, the weighted error is Σw·x² − sqx²/sqq.
-        if sqq > 0.0 && sqx * sqx / sqq > best_score {
-            best_score = sqx * sqx / sqq;
-            best_scale = sqx / sqq;
+/// ggml's `make_qx_quants` for a run of 16 with 6-bit levels and weights `x²` (no importance
+/// matrix): the peak element maps to −32, the end with one more level, then 18 neighbouring
+/// inverse scales are tried and the best scale follows in closed form. Writes levels `0..=63`
+/// (`q + 32`) and returns the scale. Every float operation is ggml's, in ggml's order.
+fn fit_run(x: &[f32], levels: &mut [u8]) -> f32 {
+    const N_MAX: i32 = 32;
+    let mut peak = 0.0f32;
+    let mut amax = 0.0f32;
+    for &v in x {
+        if v.abs() > amax {
+            amax = v.abs();
+            peak = v;
         }
     }
-    best_scale * norm
+    if amax < GROUP_MAX_EPS {
+        levels.fill(0);
+        return 0.0;
+    }
+    let level = |inverse: f32, v: f32| nearest_int(inverse * v).clamp(-N_MAX, N_MAX - 1);
+    let sums = |inverse: f32| {
+        let (mut sum_lx, mut sum_l2) = (0.0f32, 0.0f32);
+        for &v in x {
+            let l = level(inverse, v) as f32;
+            let w = v * v;
+            sum_lx += w * v * l;
+            sum_l2 += w * l * l;
+        }
+        (sum_lx, sum_l2)
+    };
+    let assign = |inverse: f32, levels: &mut [u8]| {
+        for (out, &v) in levels.iter_mut().zip(x) {
+            *out = (level(inverse, v) + N_MAX) as u8;
+        }
+    };
+    let inverse = -(N_MAX as f32) / peak;
+    assign(inverse, levels);
+    let (sum_lx, sum_l2) = sums(inverse);
+    let mut scale = if sum_l2 != 0.0 { sum_lx / sum_l2 } else { 0.0 };
+    let mut best = scale * sum_lx;
+    for step in (-9i32..=9).filter(|&k| k != 0) {
+        let inverse = -(N_MAX as f32 + 0.1 * step as f32) / peak;
+        let (sum_lx, sum_l2) = sums(inverse);
+        if sum_l2 > 0.0 && sum_lx * sum_lx > best * sum_l2 {
+            assign(inverse, levels);
+            scale = sum_lx / sum_l2;
+            best = scale * sum_lx;
+        }
+    }
+    scale
 }
 
 impl BlockQuantizer for Q6K {
-    /// Run scales become multiples of `d`, chosen so the largest-magnitude one lands on −128
-    /// (the i8 end with the extra level); elements are then rounded against the decoded scales.
+    /// ggml's reference quantizer: run scales from [`fit_run`], quantized to i8 against a block
+    /// `d` that maps the largest-magnitude one to −128; elements re-rounded against the decoded
+    /// run scales (runs whose decoded scale is zero keep their fitted levels).
     fn encode(x: &[f32; 256]) -> BlockQ6K {
+        let mut levels = [0u8; 256];
         let mut run_scales = [0.0f32; 16];
-        for (scale, run) in run_scales.iter_mut().zip(x.chunks_exact(16)) {
-            *scale = fit_scale(run);
+        let (mut max_scale, mut max_abs_scale) = (0.0f32, 0.0f32);
+        let runs = x.chunks_exact(16).zip(levels.chunks_exact_mut(16));
+        for ((run, run_levels), scale) in runs.zip(&mut run_scales) {
+            *scale = fit_run(run, run_levels);
+            if scale.abs() > max_abs_scale {
+                max_abs_scale = scale.abs();
+                max_scale = *scale;
+            }
         }
-        let peak = run_scales.iter().fold(
-            0.0f32,
-            |peak, &s| if s.abs() > peak.abs() { s } else { peak },
-        );
-        let (d, d_bytes) = stored_f16(peak / -128.0);
-        let inverse_d = if d == 0.0 { 0.0 } else { 1.0 / d };
-
+        if max_abs_scale < GROUP_MAX_EPS {
+            return BlockQ6K::zeroed();
+        }
+        let inverse = -128.0 / max_scale;
+        let d = f32_to_f16(1.0 / inverse);
         let mut scales = [0i8; 16];
-        let mut levels: Quarters = [[[0; 32]; 4]; 2];
-        let runs = levels
-            .as_flattened_mut()
-            .as_flattened_mut()
-            .chunks_exact_mut(16);
-        let inputs = x.chunks_exact(16).zip(&run_scales);
-        for ((levels, scale), (values, &run_scale)) in runs.zip(&mut scales).zip(inputs) {
-            *scale = (run_scale * inverse_d).round().clamp(-128.0, 127.0) as i8;
-            let step = d * f32::from(*scale);
-            let inverse_step = if step == 0.0 { 0.0 } else { 1.0 / step };
-            for (level, &value) in levels.iter_mut().zip(values) {
-                *level = ((value * inverse_step).round().clamp(-32.0, 31.0) + 32.0) as u8;
+        for (out, &scale) in scales.iter_mut().zip(&run_scales) {
+            *out = nearest_int(inverse * scale).min(127) as i8;
+        }
+        let runs = x.chunks_exact(16).zip(levels.chunks_exact_mut(16));
+        for ((run, run_levels), &scale) in runs.zip(&scales) {
+            let step = f16_to_f32(d) * f32::from(scale);
+            if step == 0.0 {
+                continue;
+            }
+            for (level, &v) in run_levels.iter_mut().zip(run) {
+                *level = (nearest_int(v / step).clamp(-32, 31) + 32) as u8;
             }
         }
 
         let mut ql = [[0u8; 64]; 2];
         let mut qh = [[0u8; 32]; 2];
-        for ((ql, qh), [q0, q1, q2, q3]) in ql.iter_mut().zip(&mut qh).zip(&levels) {
-            let (ql_first, ql_second) = ql.split_at_mut(32);
-            let targets = ql_first
-                .iter_mut()
-                .zip(ql_second.iter_mut())
-                .zip(qh.iter_mut());
-            let sources = q0.iter().zip(q1).zip(q2).zip(q3);
-            for (((first, second), high), (((&q0, &q1), &q2), &q3)) in targets.zip(sources) {
-                *first = (q0 & 0x0f) | ((q2 & 0x0f) << 4);
-                *second = (q1 & 0x0f) | ((q3 & 0x0f) << 4);
-                *high = (q0 >> 4) | ((q1 >> 4) << 2) | ((q2 >> 4) << 4) | ((q3 >> 4) << 6);
+        for ((ql, qh), half) in ql.iter_mut().zip(&mut qh).zip(levels.chunks_exact(128)) {
+            for l in 0..32 {
+                let [q0, q1, q2, q3] = [half[l], half[l + 32], half[l + 64], half[l + 96]];
+                ql[l] = (q0 & 0x0f) | ((q2 & 0x0f) << 4);
+                ql[l + 32] = (q1 & 0x0f) | ((q3 & 0x0f) << 4);
+                qh[l] = (q0 >> 4) | ((q1 >> 4) << 2) | ((q2 >> 4) << 4) | ((q3 >> 4) << 6);
             }
         }
-        BlockQ6K {
-            ql,
-            qh,
-            scales,
-            d: d_bytes,
-        }
+        BlockQ6K { ql, qh, scales, d }
     }
 }

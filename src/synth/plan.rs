@@ -12,9 +12,13 @@
 //!   `use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2`. (Older llama.cpp gave
 //!   attn_qkv Q5_K instead and counted only attn_v; released Q4_K_M files made by such builds
 //!   show that: e.g. Qwen3.5-9B with 24 Q5_K tensors.)
+//! - Q5_K_M: Q4_K_M's rule over a Q5_K base. Q4_K_S: the first four attn_v-like tensors and the
+//!   ffn_down of the first eighth of layers become Q5_K. Q6_K and Q8_0: the base type throughout.
+//!   (ffn_down's n is the number of ffn_down tensors: the block count, MTP layers included.)
 //! - F16: every quantizable tensor is F16; no rule, no fallback.
 //! - Width fallback, when `ne0` is not a multiple of the chosen type's block: Q4_K → Q5_0,
-//!   Q6_K → Q8_0, then F16 if still not whole 32-element blocks (llama.cpp refuses a Q8_0 row
+//!   Q6_K → Q8_0 (Q5_K → Q5_1 in llama.cpp, which has no quantizer here: such a Q5_K
+//!   tensor is refused by `qwen35 quantize`), then F16 if still not whole 32-element blocks (llama.cpp refuses a Q8_0 row
 //!   that is not whole blocks; here it becomes F16 too). Every released size has widths that
 //!   are multiples of 256, so no preset reaches the fallback.
 
@@ -25,16 +29,29 @@ use crate::quant::GgmlType;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Quant {
     Q4KM,
+    Q4KS,
+    Q5KM,
+    Q6K,
     Q8_0,
     F16,
 }
 
 impl Quant {
-    pub const ALL: [Quant; 3] = [Quant::Q4KM, Quant::Q8_0, Quant::F16];
+    pub const ALL: [Quant; 6] = [
+        Quant::Q4KM,
+        Quant::Q4KS,
+        Quant::Q5KM,
+        Quant::Q6K,
+        Quant::Q8_0,
+        Quant::F16,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Quant::Q4KM => "q4_k_m",
+            Quant::Q4KS => "q4_k_s",
+            Quant::Q5KM => "q5_k_m",
+            Quant::Q6K => "q6_k",
             Quant::Q8_0 => "q8_0",
             Quant::F16 => "f16",
         }
@@ -48,6 +65,9 @@ impl Quant {
     pub fn file_type(self) -> u32 {
         match self {
             Quant::Q4KM => 15,
+            Quant::Q4KS => 14,
+            Quant::Q5KM => 17,
+            Quant::Q6K => 18,
             Quant::Q8_0 => 7,
             Quant::F16 => 1,
         }
@@ -56,7 +76,9 @@ impl Quant {
     /// The type of a quantizable tensor before the per-tensor rules.
     fn default_type(self) -> GgmlType {
         match self {
-            Quant::Q4KM => GgmlType::Q4_K,
+            Quant::Q4KM | Quant::Q4KS => GgmlType::Q4_K,
+            Quant::Q5KM => GgmlType::Q5_K,
+            Quant::Q6K => GgmlType::Q6_K,
             Quant::Q8_0 => GgmlType::Q8_0,
             Quant::F16 => GgmlType::F16,
         }
@@ -96,7 +118,7 @@ pub fn plan(preset: Preset, quant: Quant) -> Vec<PlannedTensor> {
 /// Every tensor of a model of `shape` with `n_vocab` token rows, in file order.
 pub fn plan_for(shape: &ModelShape, quant: Quant, n_vocab: u64) -> Vec<PlannedTensor> {
     let mut tensors = layout(shape, n_vocab);
-    assign_types(&mut tensors, quant, shape.n_layer);
+    assign_types(&mut tensors, quant);
     tensors
 }
 
@@ -174,51 +196,78 @@ fn layout(s: &ModelShape, n_vocab: u64) -> Vec<PlannedTensor> {
     out
 }
 
-/// Sets every tensor's type by the stock rule; the counters advance in file (= layer) order,
-/// the order llama.cpp's loader sorts tensor names into.
-fn assign_types(tensors: &mut [PlannedTensor], quant: Quant, n_layer: u64) {
-    let tied = !tensors.iter().any(|t| t.name == "output.weight");
-    let n_attn_v_like = tensors.iter().filter(|t| is_attn_v_like(&t.name)).count() as u64;
-    let mut i_attn_v_like = 0;
-    let mut i_ffn_down = 0;
+/// Sets every tensor's type by the stock rule, in file (= layer) order.
+fn assign_types(tensors: &mut [PlannedTensor], quant: Quant) {
+    let mut rule = TypeRule::new(quant, tensors.iter().map(|t| t.name.as_str()));
     for tensor in tensors.iter_mut() {
-        if !is_quantizable(tensor) {
-            continue;
+        if let Some(ty) = rule.next(&tensor.name, &tensor.dims) {
+            tensor.ggml_type = ty;
         }
-        let base = quant.default_type();
-        if quant == Quant::F16 {
-            tensor.ggml_type = base;
-            continue;
+    }
+}
+
+/// llama-quantize's per-tensor type choice for a file type, shared by `qwen35 synth` and
+/// `qwen35 quantize`. Its counters advance with each call, so tensors must come in the order
+/// llama.cpp's loader sorts them: by layer, then by name.
+pub struct TypeRule {
+    quant: Quant,
+    tied: bool,
+    n_attn_v_like: u64,
+    n_ffn_down: u64,
+    i_attn_v_like: u64,
+    i_ffn_down: u64,
+}
+
+impl TypeRule {
+    /// A rule for a model with tensors `names`.
+    pub fn new<'a>(quant: Quant, names: impl Iterator<Item = &'a str> + Clone) -> TypeRule {
+        TypeRule {
+            quant,
+            tied: !names.clone().any(|name| name == "output.weight"),
+            n_attn_v_like: names.clone().filter(|name| is_attn_v_like(name)).count() as u64,
+            n_ffn_down: names.filter(|name| name.contains("ffn_down")).count() as u64,
+            i_attn_v_like: 0,
+            i_ffn_down: 0,
         }
-        let ne0 = tensor.dims.first().copied().unwrap_or(0);
-        let is_logit_table =
-            tensor.name == "output.weight" || (tied && tensor.name == "token_embd.weight");
+    }
+
+    /// The type of the next tensor, `None` when it is not quantized (kept as it is).
+    pub fn next(&mut self, name: &str, dims: &[u64]) -> Option<GgmlType> {
+        if !is_quantizable(name, dims) {
+            return None;
+        }
+        let base = self.quant.default_type();
+        if self.quant == Quant::F16 {
+            return Some(base);
+        }
+        let ne0 = dims.first().copied().unwrap_or(0);
+        let is_logit_table = name == "output.weight" || (self.tied && name == "token_embd.weight");
         let chosen = if is_logit_table {
             if !ne0.is_multiple_of(base.block_elems() as u64) || base == GgmlType::Q8_0 {
                 GgmlType::Q8_0
             } else {
                 GgmlType::Q6_K
             }
-        } else if quant == Quant::Q4KM && is_attn_v_like(&tensor.name) {
-            let more = use_more_bits(i_attn_v_like, n_attn_v_like);
-            i_attn_v_like += 1;
-            if more {
-                GgmlType::Q6_K
-            } else {
-                base
+        } else if is_attn_v_like(name) {
+            let i = self.i_attn_v_like;
+            self.i_attn_v_like += 1;
+            match self.quant {
+                Quant::Q4KM | Quant::Q5KM if use_more_bits(i, self.n_attn_v_like) => GgmlType::Q6_K,
+                Quant::Q4KS if i < 4 => GgmlType::Q5_K,
+                _ => base,
             }
-        } else if quant == Quant::Q4KM && tensor.name.contains("ffn_down") {
-            let more = use_more_bits(i_ffn_down, n_layer);
-            i_ffn_down += 1;
-            if more {
-                GgmlType::Q6_K
-            } else {
-                base
+        } else if name.contains("ffn_down") {
+            let i = self.i_ffn_down;
+            self.i_ffn_down += 1;
+            match self.quant {
+                Quant::Q4KM | Quant::Q5KM if use_more_bits(i, self.n_ffn_down) => GgmlType::Q6_K,
+                Quant::Q4KS if i < self.n_ffn_down / 8 => GgmlType::Q5_K,
+                _ => base,
             }
         } else {
             base
         };
-        tensor.ggml_type = width_fallback(chosen, ne0);
+        Some(width_fallback(chosen, ne0))
     }
 }
 
@@ -226,11 +275,11 @@ fn is_attn_v_like(name: &str) -> bool {
     name.contains("attn_v.weight") || name.contains("attn_qkv.weight")
 }
 
-fn is_quantizable(tensor: &PlannedTensor) -> bool {
-    tensor.dims.len() >= 2
-        && tensor.name.ends_with("weight")
-        && !tensor.name.contains("_norm.weight")
-        && !tensor.name.contains("ssm_conv1d")
+fn is_quantizable(name: &str, dims: &[u64]) -> bool {
+    dims.len() >= 2
+        && name.ends_with("weight")
+        && !name.contains("_norm.weight")
+        && !name.contains("ssm_conv1d")
 }
 
 /// llama.cpp's "more bits" layers: the first and last eighth, and every third in between.
