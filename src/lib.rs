@@ -10,6 +10,7 @@ pub mod compare;
 pub mod gguf;
 pub mod model;
 pub mod npy;
+pub mod prefix_cache;
 pub mod quant;
 pub mod sample;
 pub mod synth;

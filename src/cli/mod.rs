@@ -12,6 +12,7 @@ mod tokenize;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use qwen35::chat::ChatTemplate;
 use qwen35::gguf::GgufFile;
 use qwen35::model::{load_engine, BackendKind, Engine};
 use qwen35::sample::SamplerConfig;
@@ -38,7 +39,8 @@ enum Command {
     Tokenize(tokenize::TokenizeArgs),
     /// One prompt, one streamed completion; prefill and decode speed on stderr.
     Run(run::RunArgs),
-    /// Interactive multi-turn chat (ChatML), state kept between turns.
+    /// Interactive multi-turn chat through the model's chat template; each turn prefills only
+    /// what the state cache does not hold.
     Chat(chat::ChatArgs),
     /// Teacher-forced logits of a token sequence, dumped as .npy and/or compared to a reference.
     Eval(eval::EvalArgs),
@@ -148,6 +150,13 @@ pub fn load(args: &EngineArgs) -> anyhow::Result<(Tokenizer, Box<dyn Engine>)> {
         .with_context(|| format!("loading {}", args.model.display()))?;
     log::info!("loaded in {:.2} s", started.elapsed().as_secs_f64());
     Ok((tokenizer, engine))
+}
+
+/// The chat template of the model file (ChatML when it has none).
+pub fn load_chat_template(path: &Path) -> anyhow::Result<ChatTemplate> {
+    let file = open_gguf(path)?;
+    ChatTemplate::from_gguf(&file)
+        .with_context(|| format!("reading the chat template of {}", path.display()))
 }
 
 /// Token ids separated by whitespace or commas.

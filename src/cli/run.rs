@@ -1,10 +1,10 @@
 //! `qwen35 run`: one prompt, one streamed completion.
 
 use super::generate::{generate, Limits};
-use super::{load, EngineArgs, SamplingArgs};
+use super::{load, load_chat_template, EngineArgs, SamplingArgs};
 use anyhow::Context;
 use clap::Args;
-use qwen35::chat::{render_prompt, Message, Role};
+use qwen35::chat::{Message, RenderOptions, Role};
 use qwen35::sample::Sampler;
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
@@ -21,7 +21,7 @@ pub struct RunArgs {
     /// Most tokens to generate.
     #[arg(short = 'n', long, default_value_t = 256)]
     n_predict: usize,
-    /// Wrap the prompt as one ChatML user turn.
+    /// Wrap the prompt as one user turn through the model's chat template.
     #[arg(long)]
     chat: bool,
     /// With --chat: let the model think first (default off for one-shot runs).
@@ -32,13 +32,10 @@ pub struct RunArgs {
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let (tokenizer, mut engine) = load(&args.engine)?;
     let text = if args.chat {
-        render_prompt(
-            &[Message {
-                role: Role::User,
-                content: args.prompt.clone(),
-            }],
-            args.think,
-        )
+        load_chat_template(&args.engine.model)?.render(
+            &[Message::new(Role::User, args.prompt.clone())],
+            &RenderOptions::generation(args.think),
+        )?
     } else {
         args.prompt.clone()
     };

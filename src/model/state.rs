@@ -37,6 +37,12 @@ impl Snapshot {
     pub fn position(&self) -> usize {
         self.position
     }
+
+    /// The host memory the snapshot's values take.
+    pub fn bytes(&self) -> usize {
+        let values: usize = self.tensors.iter().flatten().map(Vec::len).sum();
+        values * std::mem::size_of::<f32>()
+    }
 }
 
 impl<B: Backend> State<B> {
