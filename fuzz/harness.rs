@@ -114,7 +114,7 @@ pub fn chat_template(data: &[u8]) {
     };
     assert!(prompt.ends_with(generation_prefix));
     assert!(messages.is_empty() || prompt.starts_with("<|im_start|>"));
-    assert_eq!(boundaries.len(), messages.len().saturating_sub(1));
+    assert_eq!(boundaries.len(), messages.len());
     for end in boundaries {
         assert!(prompt[..end].ends_with("<|im_end|>\n"));
     }

@@ -13,5 +13,6 @@ pub mod npy;
 pub mod prefix_cache;
 pub mod quant;
 pub mod sample;
+pub mod serve;
 pub mod synth;
 pub mod tokenizer;

@@ -30,6 +30,10 @@ impl PrefixCache {
         }
     }
 
+    pub fn budget_bytes(&self) -> usize {
+        self.budget_bytes
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -128,7 +132,7 @@ pub fn prefill_boundaries(
     for stop in stops {
         engine.eval(&prompt[position..stop], false)?;
         position = stop;
-        if !cache.contains(&prompt[..stop]) {
+        if cache.budget_bytes() > 0 && !cache.contains(&prompt[..stop]) {
             cache.insert(prompt[..stop].to_vec(), engine.snapshot()?);
         }
     }

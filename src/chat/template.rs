@@ -124,7 +124,8 @@ impl ChatTemplate {
     }
 
     /// The rendered prompt and the byte offsets in it where a message ends: where the render of
-    /// the first k messages (without a generation prompt) is a prefix of the whole, for each k.
+    /// the first k messages (without a generation prompt) is a prefix of the whole, for each k
+    /// up to all of them (the end of the last message, before the generation prompt).
     /// These are the positions where the model state is worth keeping: a later request that
     /// repeats those messages renders the same text up to there.
     pub fn render_with_boundaries(
@@ -137,7 +138,7 @@ impl ChatTemplate {
             add_generation_prompt: false,
             ..options.clone()
         };
-        let boundaries = (1..messages.len())
+        let boundaries = (1..=messages.len())
             .filter_map(|k| self.render(&messages[..k], &partial).ok())
             .filter(|prefix| !prefix.is_empty() && text.starts_with(prefix.as_str()))
             .map(|prefix| prefix.len())
@@ -234,7 +235,9 @@ mod tests {
             "<|im_start|>system\nsys<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n\
              <|im_start|>assistant\n<think>\n\n</think>\n\n"
         );
-        assert_eq!(boundaries, ["<|im_start|>system\nsys<|im_end|>\n".len()]);
+        let system = "<|im_start|>system\nsys<|im_end|>\n".len();
+        let user = "<|im_start|>user\nhi<|im_end|>\n".len();
+        assert_eq!(boundaries, [system, system + user]);
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod eval;
 mod generate;
 mod info;
 mod run;
+mod serve;
 mod synth;
 mod tokenize;
 
@@ -50,6 +51,8 @@ enum Command {
     Synth(synth::SynthArgs),
     /// Backend comparison benchmark.
     Bench(bench::BenchArgs),
+    /// An OpenAI-compatible HTTP server (chat and text completions, streaming, a state cache).
+    Serve(serve::ServeArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -62,6 +65,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Check(args) => check::run(args),
         Command::Synth(args) => synth::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Serve(args) => serve::run(args),
     }
 }
 

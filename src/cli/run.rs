@@ -4,7 +4,8 @@ use super::generate::{generate, Limits};
 use super::{load, load_chat_template, EngineArgs, SamplingArgs};
 use anyhow::Context;
 use clap::Args;
-use qwen35::chat::{Message, RenderOptions, Role};
+use qwen35::chat::{tokenize_at_boundaries, Message, RenderOptions, Role};
+use qwen35::prefix_cache::{prefill_boundaries, PrefixCache};
 use qwen35::sample::Sampler;
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
@@ -31,18 +32,27 @@ pub struct RunArgs {
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let (tokenizer, mut engine) = load(&args.engine)?;
-    let text = if args.chat {
-        load_chat_template(&args.engine.model)?.render(
-            &[Message::new(Role::User, args.prompt.clone())],
-            &RenderOptions::generation(args.think),
-        )?
+    let (prompt, boundaries) = if args.chat {
+        let (text, byte_boundaries) = load_chat_template(&args.engine.model)?
+            .render_with_boundaries(
+                &[Message::new(Role::User, args.prompt.clone())],
+                &RenderOptions::generation(args.think),
+            )?;
+        tokenize_at_boundaries(&tokenizer, &text, &byte_boundaries)
     } else {
-        args.prompt.clone()
-    };
-    let prompt = tokenizer
-        .encode(&text, true)
-        .context("tokenizing the prompt")?;
+        tokenizer
+            .encode(&args.prompt, true)
+            .map(|t| (t, Vec::new()))
+    }
+    .context("tokenizing the prompt")?;
     anyhow::ensure!(!prompt.is_empty(), "the prompt is empty");
+    // Prefilled in the same pieces as the server and `chat` feed it, so the logits are theirs.
+    let prefilled = prefill_boundaries(
+        engine.as_mut(),
+        &mut PrefixCache::new(0),
+        &prompt,
+        &boundaries,
+    )?;
     let mut sampler = Sampler::new(args.sampling.config());
     let never = AtomicBool::new(false);
     let mut stdout = std::io::stdout();
@@ -50,8 +60,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         engine.as_mut(),
         &tokenizer,
         &mut sampler,
-        &prompt,
-        &mut Vec::new(),
+        &prompt[prefilled.position..],
+        &mut prompt[..prefilled.position].to_vec(),
         Limits {
             max_new_tokens: args.n_predict,
             interrupt: &never,
