@@ -14,5 +14,6 @@ pub mod prefix_cache;
 pub mod quant;
 pub mod sample;
 pub mod serve;
+pub mod state_file;
 pub mod synth;
 pub mod tokenizer;

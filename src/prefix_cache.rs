@@ -81,6 +81,14 @@ impl PrefixCache {
         });
     }
 
+    /// The state kept or used last (for `--prompt-cache`: the one worth saving).
+    pub fn most_recent(&self) -> Option<(&[u32], &Snapshot)> {
+        self.entries
+            .iter()
+            .max_by_key(|e| e.last_use)
+            .map(|e| (e.tokens.as_slice(), &e.snapshot))
+    }
+
     /// Whether a state after exactly `tokens` is kept.
     pub fn contains(&self, tokens: &[u32]) -> bool {
         self.entries.iter().any(|e| e.tokens == tokens)

@@ -567,3 +567,33 @@ fn sigterm_stops_the_server_cleanly() {
     assert!(clean, "{log}");
     assert!(log.contains("stopped"), "{log}");
 }
+
+/// `--prompt-cache`: the state `qwen35 run` saved is restored for the same prompt, and the state
+/// used last is written back when the server stops.
+#[test]
+fn the_server_reads_and_writes_the_prompt_cache() {
+    let dir = std::env::temp_dir().join(format!("qwen35-serve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("prompt.state");
+    let _ = std::fs::remove_file(&path);
+    let path_arg = path.to_str().unwrap();
+    run_cli(&["-p", PROMPT, "--prompt-cache", path_arg]);
+
+    let server = Server::start(&["--prompt-cache", path_arg]);
+    let body = json!({ "prompt": PROMPT, "temperature": 0, "max_tokens": 3 });
+    let (status, reply) = server.post("/v1/completions", &body);
+    assert_eq!(status, 200, "{reply}");
+    let prompt_tokens = reply["usage"]["prompt_tokens"].as_u64().unwrap();
+    assert_eq!(
+        reply["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64(),
+        Some(prompt_tokens - 1)
+    );
+    let (clean, log) = server.stop();
+    assert!(clean, "{log}");
+
+    let model = qwen35::gguf::GgufFile::open(fixture()).unwrap();
+    let identity = qwen35::state_file::ModelIdentity::of(&model);
+    let (tokens, _) = qwen35::state_file::load(&path, identity).unwrap();
+    // The reply's state: the prompt and the two replied tokens that were fed.
+    assert_eq!(tokens.len() as u64, prompt_tokens + 2);
+}

@@ -4,7 +4,7 @@
 //! chooses between a fresh context (the system prompt is kept and prefilled again) and stopping.
 
 use super::generate::{generate, Limits, StopReason};
-use super::{load, load_chat_template, EngineArgs, SamplingArgs};
+use super::{load, load_chat_template, prompt_cache_file, EngineArgs, SamplingArgs};
 use anyhow::Context;
 use clap::Args;
 use qwen35::chat::{tokenize_at_boundaries, ChatTemplate, Message, RenderOptions, Role};
@@ -13,6 +13,7 @@ use qwen35::prefix_cache::{prefill_boundaries, PrefixCache};
 use qwen35::sample::Sampler;
 use qwen35::tokenizer::Tokenizer;
 use std::io::{BufRead, Write};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 
@@ -41,6 +42,10 @@ pub struct ChatArgs {
     /// prefills the whole conversation).
     #[arg(long, default_value_t = 1024)]
     cache_mb: usize,
+    /// A state file: read into the cache at the start (refused if it was saved for another
+    /// model, or is truncated or corrupted), the state used last written to it at the end.
+    #[arg(long)]
+    prompt_cache: Option<PathBuf>,
 }
 
 /// Exit status after Ctrl-C outside a reply (128 + SIGINT, as shells report it).
@@ -157,6 +162,7 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
     );
     let (tokenizer, engine) = load(&args.engine)?;
     let template = load_chat_template(&args.engine.model)?;
+    let prompt_file = prompt_cache_file(args.prompt_cache.as_ref(), &args.engine.model)?;
     let thinking = !args.no_think;
     let mut chat = Conversation {
         engine,
@@ -171,6 +177,14 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
         cache: PrefixCache::new(args.cache_mb.saturating_mul(1 << 20)),
         history: Vec::new(),
     };
+    if let Some(file) = &prompt_file {
+        if let Some(count) = file.load_into(&mut chat.cache)? {
+            eprintln!(
+                "({count} tokens of state read from {})",
+                file.path.display()
+            );
+        }
+    }
 
     let mut sampler = Sampler::new(args.sampling.config());
     eprintln!(
@@ -274,6 +288,9 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
         }
         chat.messages.push(Message::new(Role::User, line));
         chat.messages.push(Message::new(Role::Assistant, reply));
+    }
+    if let Some(file) = &prompt_file {
+        file.save_from(&chat.cache)?;
     }
     Ok(())
 }

@@ -17,6 +17,7 @@ use qwen35::chat::ChatTemplate;
 use qwen35::gguf::GgufFile;
 use qwen35::model::{load_engine, BackendKind, Engine};
 use qwen35::sample::SamplerConfig;
+use qwen35::state_file::{ModelIdentity, PromptCacheFile};
 use qwen35::tokenizer::Tokenizer;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -161,6 +162,21 @@ pub fn load_chat_template(path: &Path) -> anyhow::Result<ChatTemplate> {
     let file = open_gguf(path)?;
     ChatTemplate::from_gguf(&file)
         .with_context(|| format!("reading the chat template of {}", path.display()))
+}
+
+/// `--prompt-cache FILE` for the model at `model` (its identity read from the file's header).
+pub fn prompt_cache_file(
+    path: Option<&PathBuf>,
+    model: &Path,
+) -> anyhow::Result<Option<PromptCacheFile>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let file = open_gguf(model)?;
+    Ok(Some(PromptCacheFile {
+        path: path.clone(),
+        identity: ModelIdentity::of(&file),
+    }))
 }
 
 /// Token ids separated by whitespace or commas.

@@ -1,13 +1,14 @@
 //! `qwen35 run`: one prompt, one streamed completion.
 
 use super::generate::{generate, Limits};
-use super::{load, load_chat_template, EngineArgs, SamplingArgs};
+use super::{load, load_chat_template, prompt_cache_file, EngineArgs, SamplingArgs};
 use anyhow::Context;
 use clap::Args;
 use qwen35::chat::{tokenize_at_boundaries, Message, RenderOptions, Role};
 use qwen35::prefix_cache::{prefill_boundaries, PrefixCache};
 use qwen35::sample::Sampler;
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
 #[derive(Args)]
@@ -28,11 +29,17 @@ pub struct RunArgs {
     /// With --chat: let the model think first (default off for one-shot runs).
     #[arg(long, requires = "chat")]
     think: bool,
+    /// A state file: the state after the prompt but its last token is saved there, and a later
+    /// run whose prompt extends the saved tokens restores it instead of prefilling them. A file
+    /// saved for another model, or truncated or corrupted, is refused.
+    #[arg(long)]
+    prompt_cache: Option<PathBuf>,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let (tokenizer, mut engine) = load(&args.engine)?;
-    let (prompt, boundaries) = if args.chat {
+    let prompt_file = prompt_cache_file(args.prompt_cache.as_ref(), &args.engine.model)?;
+    let (prompt, mut boundaries) = if args.chat {
         let (text, byte_boundaries) = load_chat_template(&args.engine.model)?
             .render_with_boundaries(
                 &[Message::new(Role::User, args.prompt.clone())],
@@ -46,13 +53,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     .context("tokenizing the prompt")?;
     anyhow::ensure!(!prompt.is_empty(), "the prompt is empty");
+    let mut cache = PrefixCache::new(if prompt_file.is_some() { usize::MAX } else { 0 });
+    if let Some(file) = &prompt_file {
+        file.load_into(&mut cache)?;
+        // The state before the last token is the one a repeated or longer prompt can use.
+        boundaries.push(prompt.len() - 1);
+    }
     // Prefilled in the same pieces as the server and `chat` feed it, so the logits are theirs.
-    let prefilled = prefill_boundaries(
-        engine.as_mut(),
-        &mut PrefixCache::new(0),
-        &prompt,
-        &boundaries,
-    )?;
+    let prefilled = prefill_boundaries(engine.as_mut(), &mut cache, &prompt, &boundaries)?;
+    if let Some(file) = &prompt_file {
+        eprintln!(
+            "prompt cache: {} of {} prompt tokens restored from {}",
+            prefilled.cached,
+            prompt.len(),
+            file.path.display()
+        );
+        file.save_from(&cache)?;
+    }
     let mut sampler = Sampler::new(args.sampling.config());
     let never = AtomicBool::new(false);
     let mut stdout = std::io::stdout();

@@ -1,9 +1,10 @@
 //! `qwen35 serve`: the OpenAI-compatible server (see `qwen35::serve`).
 
-use super::{load, load_chat_template, EngineArgs};
+use super::{load, load_chat_template, prompt_cache_file, EngineArgs};
 use anyhow::Context;
 use clap::Args;
 use qwen35::serve::{serve, ServerOptions};
+use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -21,11 +22,16 @@ pub struct ServeArgs {
     /// Require `Authorization: Bearer KEY` on /v1/ routes.
     #[arg(long)]
     api_key: Option<String>,
+    /// A state file: read into the cache at the start (refused if it was saved for another
+    /// model, or is truncated or corrupted), the state used last written to it at the end.
+    #[arg(long)]
+    prompt_cache: Option<PathBuf>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let (tokenizer, engine) = load(&args.engine)?;
     let template = load_chat_template(&args.engine.model)?;
+    let prompt_cache = prompt_cache_file(args.prompt_cache.as_ref(), &args.engine.model)?;
     let model_name = args
         .engine
         .model
@@ -47,6 +53,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             model_name,
             api_key: args.api_key,
             cache_bytes: args.cache_mb.saturating_mul(1 << 20),
+            prompt_cache,
         };
         serve(
             listener,

@@ -38,6 +38,17 @@ impl Snapshot {
         self.position
     }
 
+    /// Rebuilds a snapshot from [`Snapshot::tensors`] (e.g. read from a file); restoring it
+    /// checks every size against the engine's state.
+    pub fn from_parts(position: usize, tensors: Vec<[Vec<f32>; 2]>) -> Snapshot {
+        Snapshot { position, tensors }
+    }
+
+    /// Per layer, the layer's state tensors in declaration order.
+    pub fn tensors(&self) -> &[[Vec<f32>; 2]] {
+        &self.tensors
+    }
+
     /// The host memory the snapshot's values take.
     pub fn bytes(&self) -> usize {
         let values: usize = self.tensors.iter().flatten().map(Vec::len).sum();

@@ -16,6 +16,7 @@ pub use routes::MAX_BODY_BYTES;
 use crate::chat::ChatTemplate;
 use crate::model::Engine;
 use crate::prefix_cache::PrefixCache;
+use crate::state_file::PromptCacheFile;
 use crate::tokenizer::Tokenizer;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -40,6 +41,8 @@ pub struct ServerOptions {
     pub api_key: Option<String>,
     /// Memory for cached states, in bytes.
     pub cache_bytes: usize,
+    /// `--prompt-cache`: a state read at the start and the last one used written at the end.
+    pub prompt_cache: Option<PromptCacheFile>,
 }
 
 /// Serves on `listener` until `shutdown` resolves: then running generations stop at their next
@@ -56,11 +59,18 @@ pub async fn serve(
     let stopping = Arc::new(AtomicBool::new(false));
     let context_len = engine.context_len();
     let (jobs, queue) = mpsc::channel();
+    let mut cache = PrefixCache::new(options.cache_bytes);
+    if let Some(file) = &options.prompt_cache {
+        if let Some(count) = file.load_into(&mut cache).map_err(std::io::Error::other)? {
+            log::info!("{count} tokens of state read from {}", file.path.display());
+        }
+    }
     let worker = Worker {
         engine,
         tokenizer: Arc::clone(&tokenizer),
-        cache: PrefixCache::new(options.cache_bytes),
+        cache,
         stopping: Arc::clone(&stopping),
+        prompt_cache: options.prompt_cache,
     };
     let model_thread = std::thread::Builder::new()
         .name("model".into())

@@ -8,6 +8,7 @@ use super::text::{ReasoningSplitter, Split, StopMatcher};
 use crate::model::Engine;
 use crate::prefix_cache::PrefixCache;
 use crate::sample::SamplerConfig;
+use crate::state_file::PromptCacheFile;
 use crate::tokenizer::Tokenizer;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicBool;
@@ -42,6 +43,8 @@ pub struct Worker {
     pub cache: PrefixCache,
     /// Set when the server stops: running generations end at the next token.
     pub stopping: Arc<AtomicBool>,
+    /// Where the state used last is saved when the server stops.
+    pub prompt_cache: Option<PromptCacheFile>,
 }
 
 impl Worker {
@@ -79,6 +82,15 @@ impl Worker {
                 }
             };
             let _ = events.blocking_send(Event::Failed(failure));
+        }
+        if let Some(file) = &self.prompt_cache {
+            match file.save_from(&self.cache) {
+                Ok(Some(count)) => {
+                    log::info!("{count} tokens of state saved to {}", file.path.display())
+                }
+                Ok(None) => {}
+                Err(e) => log::error!("saving the prompt cache: {e}"),
+            }
         }
     }
 
