@@ -1,10 +1,11 @@
 //! `qwen35 run`: one prompt, one streamed completion.
 
 use super::generate::{generate, Limits};
-use super::{load, load_chat_template, prompt_cache_file, EngineArgs, SamplingArgs};
+use super::{load, load_chat_template, parse_backend, prompt_cache_file, EngineArgs, SamplingArgs};
 use anyhow::Context;
 use clap::Args;
 use qwen35::chat::{tokenize_at_boundaries, Message, RenderOptions, Role};
+use qwen35::model::BackendKind;
 use qwen35::prefix_cache::{prefill_boundaries, PrefixCache};
 use qwen35::sample::Sampler;
 use std::io::Write;
@@ -34,6 +35,10 @@ pub struct RunArgs {
     /// saved for another model, or truncated or corrupted, is refused.
     #[arg(long)]
     prompt_cache: Option<PathBuf>,
+    /// Prefill on this backend, then move the state to --backend to decode (e.g.
+    /// --prefill-backend wgpu --backend cpu).
+    #[arg(long, value_parser = parse_backend)]
+    prefill_backend: Option<BackendKind>,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
@@ -56,11 +61,29 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut cache = PrefixCache::new(if prompt_file.is_some() { usize::MAX } else { 0 });
     if let Some(file) = &prompt_file {
         file.load_into(&mut cache)?;
-        // The state before the last token is the one a repeated or longer prompt can use.
+    }
+    if prompt_file.is_some() || args.prefill_backend.is_some() {
+        // The state before the last token: the one a repeated or longer prompt can use, and
+        // the one handed from the prefill backend to the decoding one.
         boundaries.push(prompt.len() - 1);
     }
     // Prefilled in the same pieces as the server and `chat` feed it, so the logits are theirs.
-    let prefilled = prefill_boundaries(engine.as_mut(), &mut cache, &prompt, &boundaries)?;
+    let prefilled = match args.prefill_backend {
+        Some(backend) => {
+            let prefill_args = EngineArgs {
+                backend,
+                ..args.engine.clone()
+            };
+            let (_, mut prefiller) = load(&prefill_args)?;
+            let prefilled =
+                prefill_boundaries(prefiller.as_mut(), &mut cache, &prompt, &boundaries)?;
+            engine.restore(&prefiller.snapshot()?).with_context(|| {
+                format!("moving the state from {backend} to {}", args.engine.backend)
+            })?;
+            prefilled
+        }
+        None => prefill_boundaries(engine.as_mut(), &mut cache, &prompt, &boundaries)?,
+    };
     if let Some(file) = &prompt_file {
         eprintln!(
             "prompt cache: {} of {} prompt tokens restored from {}",
