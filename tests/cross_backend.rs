@@ -54,8 +54,7 @@ fn a_state_saved_on_one_backend_continues_on_the_other() {
         (BackendKind::Cpu, BackendKind::Wgpu),
         (BackendKind::Wgpu, BackendKind::Cpu),
     ] {
-        let (Some(mut saver), Some(mut restorer)) = (engine(&file, from), engine(&file, to))
-        else {
+        let (Some(mut saver), Some(mut restorer)) = (engine(&file, from), engine(&file, to)) else {
             return;
         };
         saver.eval(prefix, false).unwrap();
@@ -89,7 +88,11 @@ fn run_prefills_on_wgpu_and_decodes_on_the_cpu() {
             .args(extra)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let split = run(&["--prefill-backend", "wgpu", "--backend", "cpu"]);
