@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use qwen35::chat::{
-    generation_prefix, render_prompt, render_turn, split_reasoning, Message, Role, IM_START,
-};
+use qwen35::chat::{split_reasoning, ChatTemplate, Message, RenderOptions, Role};
 use qwen35::gguf::GgufFile;
 use qwen35::model::{load_engine, BackendKind, Config, ModelError};
 use qwen35::tokenizer::Tokenizer;
@@ -78,10 +76,11 @@ fn messages_of(data: &[u8]) -> Vec<Message> {
     data.split(|&b| b == 0xFF)
         .filter_map(|chunk| {
             let (&role, content) = chunk.split_first()?;
-            let role = match role % 3 {
+            let role = match role % 4 {
                 0 => Role::System,
                 1 => Role::User,
-                _ => Role::Assistant,
+                2 => Role::Assistant,
+                _ => Role::Tool,
             };
             Some(Message::new(role, String::from_utf8_lossy(content)))
         })
@@ -94,8 +93,8 @@ fn is_within(part: &str, whole: &str) -> bool {
     part.is_empty() || range.contains(&part.as_ptr()) && part.len() <= whole.len()
 }
 
-/// A flags byte (bit 0: thinking), then messages as in [`messages_of`]: rendered as a prompt,
-/// each content also as a turn and split into reasoning and answer.
+/// A flags byte (bit 0: thinking), then messages as in [`messages_of`]: rendered through the
+/// built-in ChatML template with message boundaries, each content split into reasoning and answer.
 pub fn chat_template(data: &[u8]) {
     let Some((&flags, rest)) = data.split_first() else {
         return;
@@ -103,20 +102,26 @@ pub fn chat_template(data: &[u8]) {
     let thinking = flags & 1 != 0;
     let messages = messages_of(rest);
 
-    let prompt = render_prompt(&messages, thinking);
-    assert!(prompt.ends_with(generation_prefix(thinking)));
-    assert!(messages.is_empty() || prompt.starts_with(IM_START));
+    static CHATML: std::sync::OnceLock<ChatTemplate> = std::sync::OnceLock::new();
+    let template = CHATML.get_or_init(ChatTemplate::chatml);
+    let (prompt, boundaries) = template
+        .render_with_boundaries(&messages, &RenderOptions::generation(thinking))
+        .expect("ChatML renders any messages");
+    let generation_prefix = if thinking {
+        "<|im_start|>assistant\n<think>\n"
+    } else {
+        "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    };
+    assert!(prompt.ends_with(generation_prefix));
+    assert!(messages.is_empty() || prompt.starts_with("<|im_start|>"));
+    assert_eq!(boundaries.len(), messages.len());
+    for end in boundaries {
+        assert!(prompt[..end].ends_with("<|im_end|>\n"));
+    }
 
     for message in &messages {
         let (reasoning, answer) = split_reasoning(&message.content);
         assert!(is_within(answer, &message.content));
         assert!(reasoning.is_none_or(|r| is_within(r, &message.content)));
-
-        let turn = render_turn(&message.content, thinking);
-        let alone = render_prompt(
-            &[Message::new(Role::User, message.content.clone())],
-            thinking,
-        );
-        assert_eq!(turn, format!("\n{alone}"));
     }
 }

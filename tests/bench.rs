@@ -1,6 +1,6 @@
 //! `qwen35 bench` through the real binary, at smoke size: the table, JSON, SVG and profile of a
 //! CPU run on the tiny preset, `--skip` marking every output INVALID, the GEMV microbenchmark,
-//! and the wgpu row where an adapter exists (required when QWEN35_REQUIRE_GPU=1).
+//! time to first token cold and restored, and the wgpu row where an adapter exists (required when QWEN35_REQUIRE_GPU=1).
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -247,6 +247,36 @@ fn gemv_reports_time_and_bandwidth() {
         assert!(gbps > 0.0, "{row}");
     }
     assert!(stdout.contains("GB/s"));
+}
+
+/// `bench ttft`: the restored runs take the whole system prompt from the cache.
+#[test]
+fn ttft_restores_the_system_prompt() {
+    let out = Outputs::new("ttft");
+    let stdout = bench(
+        &[
+            "ttft",
+            "--system-tokens",
+            "64",
+            "--question-tokens",
+            "8",
+            "-r",
+            "2",
+        ],
+        &["--json".into(), out.json.display().to_string()],
+    );
+    assert!(
+        stdout.contains("| cold |") && stdout.contains("| restored |"),
+        "{stdout}"
+    );
+    let report = out.json();
+    assert_eq!(report["restored_tokens"], 64);
+    assert!(number(&report, "/snapshot_bytes") > 0.0);
+    for key in ["cold_secs", "restored_secs"] {
+        let runs = report[key].as_array().unwrap();
+        assert_eq!(runs.len(), 2);
+        assert!(runs.iter().all(|s| s.as_f64().is_some_and(|s| s > 0.0)));
+    }
 }
 
 #[test]

@@ -15,7 +15,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use qwen35::chat::{render_prompt, Message, Role};
+use qwen35::chat::{ChatTemplate, Message, RenderOptions, Role};
 use qwen35::tokenizer::{Tokenizer, VocabMetadata};
 use serde_json::Value;
 
@@ -358,13 +358,12 @@ fn end_of_generation_set() {
 #[test]
 fn chat_prompt_thinking_off_matches_spec_vector() {
     let Some(tok) = real() else { return };
-    let prompt = render_prompt(
-        &[Message {
-            role: Role::User,
-            content: "Hello".to_owned(),
-        }],
-        false,
-    );
+    let prompt = ChatTemplate::chatml()
+        .render(
+            &[Message::new(Role::User, "Hello")],
+            &RenderOptions::generation(false),
+        )
+        .unwrap();
     assert_eq!(
         tok.encode(&prompt, true).unwrap(),
         [248045, 846, 198, 9419, 248046, 198, 248045, 74455, 198, 248068, 271, 248069, 271]

@@ -8,12 +8,14 @@ mod measure;
 mod plot;
 mod table;
 mod traffic;
+mod ttft;
 
 pub use gemv::{run_gemv, GemvOptions, GemvReport, GemvTiming};
 pub use measure::{bench_backend, BenchEvent, BenchOptions};
 pub use plot::render_svg;
 pub use table::{render_gemv, render_table};
 pub use traffic::{peak_rss_bytes, probe_read_gbps, reset_peak_rss, weight_bytes_per_token};
+pub use ttft::{time_to_first_token, TtftOptions, TtftReport};
 
 use serde::Serialize;
 

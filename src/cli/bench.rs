@@ -9,15 +9,18 @@ use qwen35::backend::gpu::Wgpu;
 use qwen35::backend::metal::Metal;
 use qwen35::bench::{
     bench_backend, probe_read_gbps, render_gemv, render_svg, render_table, run_gemv,
-    weight_bytes_per_token, BenchEvent, BenchOptions, GemvOptions, Peak, PeakSource, Report,
+    time_to_first_token, weight_bytes_per_token, BenchEvent, BenchOptions, GemvOptions, Peak,
+    PeakSource, Report, TtftOptions,
 };
+use qwen35::gguf::GgufFile;
 use qwen35::model::forward::SkipLayers;
-use qwen35::model::{BackendKind, Config};
+use qwen35::model::{load_engine, BackendKind, Config};
 use qwen35::quant::GgmlType;
 use qwen35::synth::{write_synthetic, Preset, Quant, SynthOptions};
 use serde::Serialize;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Args)]
@@ -33,10 +36,39 @@ pub struct BenchArgs {
 enum Micro {
     /// One GEMV through the backend op set: per call, back to back, and a 256×256 overhead floor.
     Gemv(GemvArgs),
+    /// Time to first token for a long system prompt and a short question, cold against the
+    /// system prompt's state restored from the prefix cache.
+    Ttft(TtftArgs),
 }
 
 #[derive(Args)]
-struct ModelBenchArgs {
+struct TtftArgs {
+    #[command(flatten)]
+    source: ModelSource,
+    #[arg(long, value_parser = parse_backend, default_value = "cpu")]
+    backend: BackendKind,
+    /// Tokens of the system prompt.
+    #[arg(long, value_parser = at_least_one, default_value = "4096")]
+    system_tokens: usize,
+    /// Tokens of the question after it.
+    #[arg(long, value_parser = at_least_one, default_value = "32")]
+    question_tokens: usize,
+    /// Cold/restored pairs timed.
+    #[arg(short = 'r', long = "repeats", value_parser = at_least_one, default_value = "3")]
+    repeats: usize,
+    /// CPU threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Write the numbers as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// The model a benchmark runs: a file, or a synthetic one of a preset size.
+#[derive(Args)]
+struct ModelSource {
     /// GGUF model file (default: a synthetic model of --preset, written to a temporary file).
     #[arg(short, long, conflicts_with = "preset")]
     model: Option<PathBuf>,
@@ -47,6 +79,36 @@ struct ModelBenchArgs {
     /// File type of the synthetic model: q4_k_m, q8_0 or f16.
     #[arg(long, value_parser = super::synth::parse_quant, default_value = "q4_k_m", conflicts_with = "model")]
     quant: Quant,
+}
+
+impl ModelSource {
+    /// The model file (synthesized with `seed` when none is given, deleted when the returned
+    /// guard drops) and how to name it in reports.
+    fn open(
+        &self,
+        seed: u64,
+        progress: &mut Progress,
+    ) -> anyhow::Result<(Arc<GgufFile>, String, Option<TempGguf>)> {
+        match &self.model {
+            Some(path) => Ok((open_gguf(path)?, path.display().to_string(), None)),
+            None => {
+                let preset = self.preset.unwrap_or(Preset::Tiny);
+                let temp = synthesize(preset, self.quant, seed, progress)?;
+                let label = format!(
+                    "{} {} (synthetic, random weights)",
+                    preset.name(),
+                    self.quant.name()
+                );
+                Ok((open_gguf(&temp.0)?, label, Some(temp)))
+            }
+        }
+    }
+}
+
+#[derive(Args)]
+struct ModelBenchArgs {
+    #[command(flatten)]
+    source: ModelSource,
     /// Backends to compare, comma-separated (cpu, cpu-fast, wgpu, metal).
     #[arg(long, value_delimiter = ',', value_parser = parse_backend, default_value = "cpu")]
     backend: Vec<BackendKind>,
@@ -117,6 +179,7 @@ struct GemvArgs {
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.micro {
         Some(Micro::Gemv(gemv)) => run_gemv_bench(gemv),
+        Some(Micro::Ttft(ttft)) => run_ttft_bench(ttft),
         None => run_model_bench(args.model),
     }
 }
@@ -125,29 +188,18 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
     let threads = cpu_threads(args.threads);
     let skip = args.skip.unwrap_or_default();
     let mut progress = Progress::new();
-    if args.model.is_none() && args.preset.is_none() {
+    if args.source.model.is_none() && args.source.preset.is_none() {
         eprintln!(
             "no --model or --preset given: benchmarking the tiny preset (a synthetic 4-layer \
              model; --preset qwen3.5-0.8b is the smallest real size)"
         );
     }
-    let small = args.model.is_none() && matches!(args.preset, None | Some(Preset::Tiny));
+    let small =
+        args.source.model.is_none() && matches!(args.source.preset, None | Some(Preset::Tiny));
     if args.backend.contains(&BackendKind::Wgpu) {
         warn_of_a_software_rasterizer(small);
     }
-    let (file, model, _temp) = match &args.model {
-        Some(path) => (open_gguf(path)?, path.display().to_string(), None),
-        None => {
-            let preset = args.preset.unwrap_or(Preset::Tiny);
-            let temp = synthesize(preset, args.quant, args.seed, &mut progress)?;
-            let label = format!(
-                "{} {} (synthetic, random weights)",
-                preset.name(),
-                args.quant.name()
-            );
-            (open_gguf(&temp.0)?, label, Some(temp))
-        }
-    };
+    let (file, model, _temp) = args.source.open(args.seed, &mut progress)?;
     let config = Config::from_gguf(&file).context("reading the model's configuration")?;
     let bytes_per_token = weight_bytes_per_token(&file, &config, skip);
     let opts = BenchOptions {
@@ -266,6 +318,53 @@ fn run_gemv_bench(args: GemvArgs) -> anyhow::Result<()> {
         }
     };
     print!("{}", render_gemv(&report));
+    if let Some(path) = &args.json {
+        write_json(path, &report)?;
+    }
+    Ok(())
+}
+
+fn run_ttft_bench(args: TtftArgs) -> anyhow::Result<()> {
+    let mut progress = Progress::new();
+    let (file, label, _temp) = args.source.open(args.seed, &mut progress)?;
+    let ctx = args.system_tokens + args.question_tokens + 1;
+    let threads = cpu_threads(args.threads);
+    let mut engine = load_engine(file, args.backend, threads, ctx)
+        .with_context(|| format!("loading {label} on {}", args.backend))?;
+    progress.measured(&format!(
+        "timing {} cold/restored pairs on {}",
+        args.repeats, args.backend
+    ));
+    let options = TtftOptions {
+        system_tokens: args.system_tokens,
+        question_tokens: args.question_tokens,
+        repeats: args.repeats,
+        seed: args.seed,
+    };
+    let report = time_to_first_token(engine.as_mut(), &options)?;
+    progress.done();
+    let row = |name: &str, secs: &[f64], spread: qwen35::bench::Spread| {
+        let runs: Vec<String> = secs.iter().map(|s| format!("{s:.3}")).collect();
+        println!(
+            "| {name} | {:.3} | {:.3}–{:.3} | {} |",
+            spread.median,
+            spread.min,
+            spread.max,
+            runs.join(" / ")
+        );
+    };
+    println!(
+        "time to first token, {label}, {}: a {}-token system prompt and a {}-token question \
+         ({} tokens restored, the state {:.1} MiB)",
+        args.backend,
+        report.system_tokens,
+        report.question_tokens,
+        report.restored_tokens,
+        report.snapshot_bytes as f64 / (1 << 20) as f64
+    );
+    println!("| prompt | median s | range s | runs s |\n|---|---|---|---|");
+    row("cold", &report.cold_secs, report.cold);
+    row("restored", &report.restored_secs, report.restored);
     if let Some(path) = &args.json {
         write_json(path, &report)?;
     }

@@ -1,19 +1,21 @@
-//! `qwen35 chat`: interactive multi-turn ChatML chat. The model state is kept between turns, so
-//! each turn prefills only its own new tokens. Ctrl-C stops a reply, not the session; during
+//! `qwen35 chat`: interactive multi-turn chat through the model's chat template. The state at
+//! message boundaries is cached, so each turn prefills only what follows the last one. Ctrl-C stops a reply, not the session; during
 //! the load, or at the prompt, it leaves with status 130. When the context fills up the user
 //! chooses between a fresh context (the system prompt, if any, is kept and prefilled again) and
 //! stopping. Lines that start with '/' are commands (/help lists them), never sent to the model.
 
 use super::generate::{generate, Limits, StopReason};
-use super::{at_least_one, load, EngineArgs, SamplingArgs};
+use super::{at_least_one, load, load_chat_template, prompt_cache_file, EngineArgs, SamplingArgs};
 use anyhow::Context;
 use clap::Args;
-use qwen35::chat::{render_prompt, render_turn, Message, Role};
+use qwen35::chat::{tokenize_at_boundaries, ChatTemplate, Message, RenderOptions, Role};
 use qwen35::model::Engine;
+use qwen35::prefix_cache::{prefill_boundaries, PrefixCache};
 use qwen35::sample::Sampler;
 use qwen35::tokenizer::Tokenizer;
 use qwen35::units::count;
 use std::io::{BufRead, Write};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 
@@ -38,6 +40,14 @@ pub struct ChatArgs {
     /// Most tokens per reply.
     #[arg(short = 'n', long, default_value_t = 4096, allow_negative_numbers = true, value_parser = at_least_one)]
     n_predict: usize,
+    /// Memory for model states kept at message boundaries, in MiB (0: none; every turn then
+    /// prefills the whole conversation).
+    #[arg(long, default_value_t = 1024)]
+    cache_mb: usize,
+    /// A state file: read into the cache at the start (refused if it was saved for another
+    /// model, or is truncated or corrupted), the state used last written to it at the end.
+    #[arg(long)]
+    prompt_cache: Option<PathBuf>,
 }
 
 /// What /help prints.
@@ -99,50 +109,55 @@ impl Interrupt {
     }
 }
 
-/// One conversation in the model's context.
+/// One conversation: its messages, rendered whole through the model's chat template each turn;
+/// the state at message boundaries is cached, so a turn prefills only its new part.
 struct Conversation {
     engine: Box<dyn Engine>,
     tokenizer: Tokenizer,
-    system: Option<String>,
-    thinking: bool,
+    template: ChatTemplate,
+    options: RenderOptions,
+    /// The system prompt (if any) and the turns so far.
+    messages: Vec<Message>,
+    cache: PrefixCache,
     /// The tokens the repeat penalty may look at.
     history: Vec<u32>,
-    /// Tokens that close the previous reply and must precede the next turn.
-    pending: Vec<u32>,
+}
+
+/// A turn's whole prompt and its message boundaries (token counts).
+struct Prompt {
+    tokens: Vec<u32>,
+    boundaries: Vec<usize>,
 }
 
 impl Conversation {
-    /// The tokens that ask `line`: the system prompt and the message in an empty context, else
-    /// the close of the last reply and the next turn.
-    fn prompt_for(&self, line: &str) -> anyhow::Result<Vec<u32>> {
-        if self.engine.position() == 0 {
-            let mut messages = Vec::new();
-            if let Some(system) = &self.system {
-                messages.push(Message::new(Role::System, system.clone()));
-            }
-            messages.push(Message::new(Role::User, line));
-            return Ok(self
-                .tokenizer
-                .encode(&render_prompt(&messages, self.thinking), true)?);
-        }
-        let mut prompt = self.pending.clone();
-        prompt.extend(
-            self.tokenizer
-                .encode(&render_turn(line, self.thinking), true)?,
-        );
-        Ok(prompt)
+    /// The prompt that asks `line` after the conversation so far.
+    fn prompt_for(&self, line: &str) -> anyhow::Result<Prompt> {
+        let mut messages = self.messages.clone();
+        messages.push(Message::new(Role::User, line));
+        let (text, byte_boundaries) = self
+            .template
+            .render_with_boundaries(&messages, &self.options)?;
+        let (tokens, boundaries) =
+            tokenize_at_boundaries(&self.tokenizer, &text, &byte_boundaries)?;
+        Ok(Prompt { tokens, boundaries })
     }
 
     /// Whether `prompt` fits with room for at least one reply token.
-    fn fits(&self, prompt: &[u32]) -> bool {
-        self.engine.position() + prompt.len() < self.engine.context_len()
+    fn fits(&self, prompt: &Prompt) -> bool {
+        prompt.tokens.len() < self.engine.context_len()
     }
 
-    /// An empty context; the next turn prefills the system prompt again.
+    fn has_system_prompt(&self) -> bool {
+        self.messages
+            .first()
+            .is_some_and(|m| m.role == Role::System)
+    }
+
+    /// A conversation of only the system prompt; its cached state stays usable.
     fn start_fresh(&mut self) {
+        self.messages.retain(|m| m.role == Role::System);
         self.engine.reset();
         self.history.clear();
-        self.pending.clear();
     }
 
     fn context_report(&self) -> String {
@@ -162,22 +177,35 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
         args.engine.backend
     );
     let (tokenizer, engine) = load(&args.engine)?;
-    let im_end = tokenizer
-        .id_of("<|im_end|>")
-        .context("the vocabulary has no <|im_end|> token, so it cannot chat in ChatML")?;
+    let template = load_chat_template(&args.engine.model)?;
+    let prompt_file = prompt_cache_file(args.prompt_cache.as_ref(), &args.engine.model)?;
+    let thinking = !args.no_think;
     let mut chat = Conversation {
         engine,
         tokenizer,
-        system: args.system.clone(),
-        thinking: !args.no_think,
+        template,
+        options: RenderOptions::generation(thinking),
+        messages: args
+            .system
+            .iter()
+            .map(|system| Message::new(Role::System, system.clone()))
+            .collect(),
+        cache: PrefixCache::new(args.cache_mb.saturating_mul(1 << 20)),
         history: Vec::new(),
-        pending: Vec::new(),
     };
+    if let Some(file) = &prompt_file {
+        if let Some(count) = file.load_into(&mut chat.cache)? {
+            eprintln!(
+                "({count} tokens of state read from {})",
+                file.path.display()
+            );
+        }
+    }
 
     let mut sampler = Sampler::new(args.sampling.config());
     eprintln!(
         "chat: thinking {}; /help lists the commands, Ctrl-C stops a reply",
-        if chat.thinking { "on" } else { "off" }
+        if thinking { "on" } else { "off" }
     );
     let mut input = std::io::stdin().lock();
     let mut stdout = std::io::stdout();
@@ -209,13 +237,13 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
         }
 
         let mut prompt = chat.prompt_for(line)?;
-        if !chat.fits(&prompt) && chat.engine.position() > 0 {
+        if !chat.fits(&prompt) && chat.messages.iter().any(|m| m.role != Role::System) {
             eprintln!(
                 "(the context is full: {}, and this turn needs {} more)",
                 chat.context_report(),
-                prompt.len()
+                prompt.tokens.len().saturating_sub(chat.engine.position())
             );
-            if !wants_fresh_context(&mut input, chat.system.is_some())? {
+            if !wants_fresh_context(&mut input, chat.has_system_prompt())? {
                 break;
             }
             chat.start_fresh();
@@ -225,8 +253,8 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
             eprintln!(
                 "(this message needs {}{} and leaves no room for a reply in a context of {}; \
                  send a shorter one or raise --ctx)",
-                count(prompt.len(), "token"),
-                if chat.system.is_some() {
+                count(prompt.tokens.len(), "token"),
+                if chat.has_system_prompt() {
                     " with the system prompt"
                 } else {
                     ""
@@ -236,23 +264,36 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
             continue;
         }
 
-        let mut display = ReplyDisplay::new(chat.thinking, args.hide_thinking);
+        let mut display = ReplyDisplay::new(thinking, args.hide_thinking);
+        let mut reply = String::new();
         interrupt.enter(Phase::Replying);
-        let result = generate(
+        let result = prefill_boundaries(
             chat.engine.as_mut(),
-            &chat.tokenizer,
-            &mut sampler,
-            &prompt,
-            &mut chat.history,
-            Limits {
-                max_new_tokens: args.n_predict,
-                interrupt: &interrupt.stop_reply,
-            },
-            |piece| {
-                let _ = stdout.write_all(display.filter(piece).as_bytes());
-                let _ = stdout.flush();
-            },
-        );
+            &mut chat.cache,
+            &prompt.tokens,
+            &prompt.boundaries,
+        )
+        .map_err(anyhow::Error::from)
+        .and_then(|prefilled| {
+            log::info!("{} prompt tokens from the state cache", prefilled.cached);
+            chat.history = prompt.tokens[..prefilled.position].to_vec();
+            generate(
+                chat.engine.as_mut(),
+                &chat.tokenizer,
+                &mut sampler,
+                &prompt.tokens[prefilled.position..],
+                &mut chat.history,
+                Limits {
+                    max_new_tokens: args.n_predict,
+                    interrupt: &interrupt.stop_reply,
+                },
+                |piece| {
+                    reply.push_str(piece);
+                    let _ = stdout.write_all(display.filter(piece).as_bytes());
+                    let _ = stdout.flush();
+                },
+            )
+        });
         interrupt.enter(Phase::Prompting);
         let generation = result?;
         println!();
@@ -268,7 +309,7 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
                     "(the context is full: {}; the reply was cut there)",
                     chat.context_report()
                 );
-                if !wants_fresh_context(&mut input, chat.system.is_some())? {
+                if !wants_fresh_context(&mut input, chat.has_system_prompt())? {
                     break;
                 }
                 chat.start_fresh();
@@ -276,11 +317,11 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
                 continue;
             }
         }
-        // Close the reply with <|im_end|> in the model's state, whatever stopped it.
-        let eos_ids = chat.tokenizer.eos_ids();
-        let unfed = generation.unfed.filter(|t| !eos_ids.contains(t));
-        chat.pending.extend(unfed);
-        chat.pending.push(im_end);
+        chat.messages.push(Message::new(Role::User, line));
+        chat.messages.push(Message::new(Role::Assistant, reply));
+    }
+    if let Some(file) = &prompt_file {
+        file.save_from(&chat.cache)?;
     }
     Ok(())
 }

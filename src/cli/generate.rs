@@ -22,8 +22,6 @@ pub enum StopReason {
 
 pub struct Generation {
     pub stop: StopReason,
-    /// The last sampled token when it was not fed to the model (the state ends before it).
-    pub unfed: Option<u32>,
     pub prefill_tokens: usize,
     pub prefill_secs: f64,
     pub decode_tokens: usize,
@@ -80,22 +78,22 @@ pub fn generate(
     let mut decoder = StreamDecoder::new(tokenizer);
     let mut tokens = Vec::new();
     let decode_started = Instant::now();
-    let (stop, unfed) = loop {
+    let stop = loop {
         if limits.interrupt.swap(false, Ordering::SeqCst) {
-            break (StopReason::Interrupted, None);
+            break StopReason::Interrupted;
         }
         let next = sampler.sample(&logits, history);
         if tokenizer.eos_ids().contains(&next) {
-            break (StopReason::EndOfGeneration(next), Some(next));
+            break StopReason::EndOfGeneration(next);
         }
         on_text(&decoder.push(next));
         tokens.push(next);
         history.push(next);
         if tokens.len() >= limits.max_new_tokens {
-            break (StopReason::Budget, Some(next));
+            break StopReason::Budget;
         }
         if engine.position() >= engine.context_len() {
-            break (StopReason::ContextFull, Some(next));
+            break StopReason::ContextFull;
         }
         logits = engine.eval(&[next], false)?;
     };
@@ -103,7 +101,6 @@ pub fn generate(
     Ok(Generation {
         decode_tokens: tokens.len(),
         stop,
-        unfed,
         prefill_tokens: prompt.len(),
         prefill_secs,
         decode_secs: decode_started.elapsed().as_secs_f64(),

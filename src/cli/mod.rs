@@ -9,14 +9,17 @@ mod generate;
 mod info;
 mod quantize;
 mod run;
+mod serve;
 mod synth;
 mod tokenize;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use qwen35::chat::ChatTemplate;
 use qwen35::gguf::{GgufError, GgufFile};
 use qwen35::model::{load_engine, BackendKind, Engine};
 use qwen35::sample::SamplerConfig;
+use qwen35::state_file::{ModelIdentity, PromptCacheFile};
 use qwen35::tokenizer::Tokenizer;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -40,7 +43,8 @@ enum Command {
     Tokenize(tokenize::TokenizeArgs),
     /// One prompt, one streamed completion; prefill and decode speed on stderr.
     Run(run::RunArgs),
-    /// Interactive multi-turn chat (ChatML), state kept between turns.
+    /// Interactive multi-turn chat through the model's chat template; each turn prefills only
+    /// what the state cache does not hold.
     Chat(chat::ChatArgs),
     /// Teacher-forced logits of a token sequence, dumped as .npy and/or compared to a reference.
     Eval(eval::EvalArgs),
@@ -54,6 +58,8 @@ enum Command {
     Convert(convert::ConvertArgs),
     /// Quantize an F32/F16/BF16 GGUF with llama-quantize's per-tensor types and ggml's quantizers.
     Quantize(quantize::QuantizeArgs),
+    /// An OpenAI-compatible HTTP server (chat and text completions, streaming, a state cache).
+    Serve(serve::ServeArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -68,6 +74,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(args) => bench::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Quantize(args) => quantize::run(args),
+        Command::Serve(args) => serve::run(args),
     }
 }
 
@@ -211,6 +218,28 @@ pub fn load(args: &EngineArgs) -> anyhow::Result<(Tokenizer, Box<dyn Engine>)> {
         .with_context(|| format!("loading {}", args.model.display()))?;
     log::info!("loaded in {:.2} s", started.elapsed().as_secs_f64());
     Ok((tokenizer, engine))
+}
+
+/// The chat template of the model file (ChatML when it has none).
+pub fn load_chat_template(path: &Path) -> anyhow::Result<ChatTemplate> {
+    let file = open_gguf(path)?;
+    ChatTemplate::from_gguf(&file)
+        .with_context(|| format!("reading the chat template of {}", path.display()))
+}
+
+/// `--prompt-cache FILE` for the model at `model` (its identity read from the file's header).
+pub fn prompt_cache_file(
+    path: Option<&PathBuf>,
+    model: &Path,
+) -> anyhow::Result<Option<PromptCacheFile>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let file = open_gguf(model)?;
+    Ok(Some(PromptCacheFile {
+        path: path.clone(),
+        identity: ModelIdentity::of(&file),
+    }))
 }
 
 /// Token ids separated by whitespace or commas.

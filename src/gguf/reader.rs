@@ -135,6 +135,12 @@ impl GgufFile {
     }
 
     /// Absolute file offset of the data section.
+    /// The header, metadata and tensor table: every byte before the tensor data.
+    pub fn header_bytes(&self) -> &[u8] {
+        let bytes = self.bytes.bytes();
+        &bytes[..usize::try_from(self.data_offset).map_or(bytes.len(), |end| end.min(bytes.len()))]
+    }
+
     pub fn data_offset(&self) -> u64 {
         self.data_offset
     }

@@ -37,6 +37,23 @@ impl Snapshot {
     pub fn position(&self) -> usize {
         self.position
     }
+
+    /// Rebuilds a snapshot from [`Snapshot::tensors`] (e.g. read from a file); restoring it
+    /// checks every size against the engine's state.
+    pub fn from_parts(position: usize, tensors: Vec<[Vec<f32>; 2]>) -> Snapshot {
+        Snapshot { position, tensors }
+    }
+
+    /// Per layer, the layer's state tensors in declaration order.
+    pub fn tensors(&self) -> &[[Vec<f32>; 2]] {
+        &self.tensors
+    }
+
+    /// The host memory the snapshot's values take.
+    pub fn bytes(&self) -> usize {
+        let values: usize = self.tensors.iter().flatten().map(Vec::len).sum();
+        values * std::mem::size_of::<f32>()
+    }
 }
 
 impl<B: Backend> State<B> {
