@@ -202,11 +202,9 @@ pub trait Backend: Send + Sync {
     ) -> Result<(), BackendError>;
 
     /// Like [`Backend::read_rows`] of every row, but returns at once; the backend goes on with
-    /// later work while the copy is under way.
-    fn start_read(&self, x: &Self::Tensor) -> PendingRead {
-        let rows = self.dims(x).0;
-        PendingRead::ready(self.read_rows(x, 0, rows))
-    }
+    /// later work while the copy is under way. A failed copy yields no values and leaves its
+    /// error in [`Backend::status`].
+    fn start_read(&self, x: &Self::Tensor) -> PendingRead;
 
     /// Row `tokens[t]` of `table`, dequantized, for each t.
     fn embed(&self, table: &Self::Weight, tokens: &[u32]) -> Result<Self::Tensor, BackendError>;
@@ -249,20 +247,14 @@ pub trait Backend: Send + Sync {
         self.matmul(&self.rms_norm(x, norm, eps)?, w)
     }
     /// [`Backend::rms_norm_matmul`] through each weight: the projections of one normed input, which
-    /// a backend may run together.
+    /// a backend may run together ([`rms_norm_matmul_each`] where it does not).
     fn rms_norm_matmuls<const N: usize>(
         &self,
         x: &Self::Tensor,
         norm: &Self::Tensor,
         eps: f32,
         ws: [&Self::Weight; N],
-    ) -> Result<[Self::Tensor; N], BackendError> {
-        let mut ys = Vec::with_capacity(N);
-        for w in ws {
-            ys.push(self.rms_norm_matmul(x, norm, eps, w)?);
-        }
-        Ok(one_per_weight(ys))
-    }
+    ) -> Result<[Self::Tensor; N], BackendError>;
     /// `acc += x · Wᵀ`: a projection added to the residual stream.
     fn matmul_add(
         &self,
@@ -453,28 +445,42 @@ pub trait Backend: Send + Sync {
         eps: f32,
     ) -> Result<Self::Tensor, BackendError>;
 
+    // The glue below has no defaults: a backend that wraps another (or a device) must say what
+    // each one does, so none can silently report a lost device as healthy or block a read.
+
     /// The failure that stopped the backend, if any. Ops that cannot return one (`zeros`,
-    /// `read_rows`) leave it here: a device that ran out of memory or was lost.
-    fn status(&self) -> Result<(), BackendError> {
-        Ok(())
-    }
+    /// `read_rows`, [`PendingRead::wait`]) leave it here: a device that ran out of memory or was
+    /// lost, a readback that failed.
+    fn status(&self) -> Result<(), BackendError>;
 
     /// Waits until the work recorded so far has run (a GPU backend records ops and runs them at
-    /// a readback); the profile calls it to time a readback apart from the work before it.
-    fn synchronize(&self) {}
+    /// a readback; the CPU has nothing to wait for); the profile calls it to time a readback
+    /// apart from the work before it.
+    fn synchronize(&self);
 
     /// Runs `work`, a whole forward of ops, where this backend starts ops most cheaply. The CPU
     /// runs it on one of its worker threads: an op's parallel loop started from any other
     /// thread hands the loop to the pool and sleeps until it is done, and on a virtual machine
     /// each such wake-up costs tens of microseconds, hundreds of times a token.
-    fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
-        work()
-    }
+    fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R;
 
     /// Turns per-op-class timing on or off (off costs nothing).
-    fn set_profiling(&self, _on: bool) {}
+    fn set_profiling(&self, on: bool);
     /// The counters since the last call, which resets them.
-    fn take_stats(&self) -> BackendStats {
-        BackendStats::default()
+    fn take_stats(&self) -> BackendStats;
+}
+
+/// [`Backend::rms_norm_matmuls`] as one [`Backend::rms_norm_matmul`] per weight.
+pub fn rms_norm_matmul_each<B: Backend + ?Sized, const N: usize>(
+    backend: &B,
+    x: &B::Tensor,
+    norm: &B::Tensor,
+    eps: f32,
+    ws: [&B::Weight; N],
+) -> Result<[B::Tensor; N], BackendError> {
+    let mut ys = Vec::with_capacity(N);
+    for w in ws {
+        ys.push(backend.rms_norm_matmul(x, norm, eps, w)?);
     }
+    Ok(one_per_weight(ys))
 }

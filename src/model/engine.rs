@@ -181,6 +181,10 @@ impl<B: Backend> Session<B> {
 }
 
 impl<B: Backend> Session<B> {
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
     /// Fails before touching the state when `count` more tokens do not fit or an id is not in
     /// the vocabulary.
     fn check_input(&self, count: usize, tokens: &[u32]) -> Result<(), ModelError> {
@@ -310,7 +314,11 @@ impl<B: Backend> Engine for Session<B> {
             };
             let token = match values.first() {
                 Some(&id) if id >= 0.0 && (id as usize) < self.config.vocab => id as u32,
-                _ => return Err(ModelError::NoTokenRead),
+                // A failed read yields no id: the device's error says why.
+                _ => {
+                    self.backend.status()?;
+                    return Err(ModelError::NoTokenRead);
+                }
             };
             chosen.push(token);
             if !on_token(token) {

@@ -349,6 +349,11 @@ impl Backend for Wgpu {
         }
     }
 
+    /// Ops only record work, from any thread.
+    fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        work()
+    }
+
     fn set_profiling(&self, on: bool) {
         if let Err(e) = self.recorder.set_profiling(on) {
             self.poison(e);

@@ -9,6 +9,6 @@ mod backend;
 pub mod kernels;
 pub mod ops;
 
-pub use backend::{Metal, MetalError};
+pub use backend::{Metal, MetalDevice, MetalError};
 pub use kernels::{Access, MslFile, MslFormat, MslKernel};
 pub use ops::{Dispatch, MslDevice, WeightLayout, WeightPart};
