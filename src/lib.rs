@@ -7,6 +7,7 @@ pub mod backend;
 pub mod bench;
 pub mod chat;
 pub mod compare;
+pub mod generate;
 pub mod gguf;
 pub mod model;
 pub mod npy;

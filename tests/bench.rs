@@ -330,3 +330,48 @@ fn wgpu_row_is_included_when_an_adapter_exists() {
     );
     assert!(gemv.contains("GB/s"), "{gemv}");
 }
+
+/// `qwen35 run --temp 0` prints the text of the tokens bench's decode chooses (the prompt
+/// evaluated, its argmax, then `Engine::decode_greedy`), on the CPU and, where an adapter
+/// exists, on wgpu.
+#[test]
+fn run_at_temperature_zero_decodes_the_tokens_of_bench() {
+    use qwen35::model::{load_engine, BackendKind};
+    use qwen35::sample::argmax;
+    use qwen35::tokenizer::Tokenizer;
+    use std::sync::Arc;
+
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny-q8_0.gguf");
+    let prompt = "The capital of France is";
+    let n = 12;
+    let mut kinds = vec![BackendKind::Cpu];
+    if qwen35::backend::gpu::Wgpu::new().is_ok() {
+        kinds.push(BackendKind::Wgpu);
+    }
+    for kind in kinds {
+        let out = Command::new(env!("CARGO_BIN_EXE_qwen35"))
+            .args(["run", "-m", path, "--backend", kind.name(), "--temp", "0"])
+            .args(["-n", &n.to_string(), "--threads", "1", "-p", prompt])
+            .output()
+            .expect("qwen35 runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        let file = Arc::new(qwen35::gguf::GgufFile::open(path).unwrap());
+        let tokenizer = Tokenizer::from_gguf(&file).unwrap();
+        let ids = tokenizer.encode(prompt, true).unwrap();
+        let mut engine = load_engine(file, kind, 1, 256).unwrap();
+        let first = argmax(&engine.eval(&ids, false).unwrap());
+        let mut tokens = vec![first];
+        tokens.extend(engine.decode_greedy(first, n - 1, &mut |_| true).unwrap());
+        if let Some(end) = tokens.iter().position(|t| tokenizer.eos_ids().contains(t)) {
+            tokens.truncate(end);
+        }
+        assert!(tokens.len() > 3, "{kind}: {tokens:?}");
+        assert_eq!(stdout, tokenizer.decode(&tokens) + "\n", "{kind}");
+    }
+}

@@ -8,11 +8,12 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::{
-    checks, rms_norm_matmul_each, AttentionShape, Backend, BackendError, BackendStats,
-    DeltaNetShape, OpTiming, PendingRead,
+    checks, rms_norm_matmul_each, sample_on_host, AttentionShape, Backend, BackendError,
+    BackendStats, DeltaNetShape, OpTiming, PendingRead,
 };
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::quant::{self, GgmlType};
+use crate::sample::Draw;
 
 pub struct CpuBackend {
     pool: rayon::ThreadPool,
@@ -1190,6 +1191,16 @@ impl Backend for CpuBackend {
                 .map_or(Ok(()), |e| Err(BackendError::Device(e))),
             Err(_) => Err(BackendError::Device("allocation record poisoned".into())),
         }
+    }
+
+    fn sample(
+        &self,
+        logits: &mut CpuTensor,
+        recent: &mut CpuTensor,
+        slot: usize,
+        draw: &Draw,
+    ) -> Result<CpuTensor, BackendError> {
+        sample_on_host(self, logits, recent, slot, draw)
     }
 
     /// The CPU computes each op at once: there is nothing to wait for.

@@ -8,12 +8,16 @@
 
 pub mod cpu;
 pub mod gpu;
+mod kind;
 pub mod metal;
+
+pub use kind::{BackendKind, UnknownBackend};
 
 use std::sync::Arc;
 
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::quant::QuantError;
+use crate::sample::Draw;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
@@ -234,6 +238,18 @@ pub trait Backend: Send + Sync {
             .collect();
         self.upload(rows, 1, &best)
     }
+    /// The next token from `logits` (one row, which the op may change) as
+    /// [`crate::sample::Sampler::sample`] chooses it: the repeat penalty on the ids in `recent`
+    /// (a column of exact f32 ids, negative where empty), then `draw`. The id is also written to
+    /// row `slot` of `recent`, and returned as a 1×1 tensor that stays on the backend, as
+    /// [`Backend::argmax`]'s does.
+    fn sample(
+        &self,
+        logits: &mut Self::Tensor,
+        recent: &mut Self::Tensor,
+        slot: usize,
+        draw: &Draw,
+    ) -> Result<Self::Tensor, BackendError>;
     /// `y = x · Wᵀ` for every row of x.
     fn matmul(&self, x: &Self::Tensor, w: &Self::Weight) -> Result<Self::Tensor, BackendError>;
     /// `rms_norm(x, norm, eps) · Wᵀ`: a projection of the normed residual stream.
@@ -468,6 +484,40 @@ pub trait Backend: Send + Sync {
     fn set_profiling(&self, on: bool);
     /// The counters since the last call, which resets them.
     fn take_stats(&self) -> BackendStats;
+}
+
+/// [`Backend::sample`] on the host: the logits and `recent` read back, the token chosen by
+/// [`crate::sample::choose`], and its id written to `recent` and uploaded.
+pub fn sample_on_host<B: Backend + ?Sized>(
+    backend: &B,
+    logits: &B::Tensor,
+    recent: &mut B::Tensor,
+    slot: usize,
+    draw: &Draw,
+) -> Result<B::Tensor, BackendError> {
+    let (rows, cols) = backend.dims(logits);
+    let window = backend.dims(recent);
+    if rows != 1 || window.1 != 1 || slot >= window.0 {
+        return Err(BackendError::Shape {
+            op: "sample",
+            detail: format!(
+                "logits {rows}×{cols}, recent ids {}×{} at row {slot}",
+                window.0, window.1
+            ),
+        });
+    }
+    let mut values = backend.read_rows(logits, 0, 1);
+    let recent_ids: Vec<u32> = backend
+        .read_rows(recent, 0, window.0)
+        .iter()
+        .filter(|&&id| id >= 0.0)
+        .map(|&id| id as u32)
+        .collect();
+    backend.status()?;
+    crate::sample::apply_repeat_penalty(&mut values, &recent_ids, draw.repeat_penalty);
+    let id = crate::sample::choose(&values, draw) as f32;
+    backend.write_rows(recent, slot, &[id])?;
+    backend.upload(1, 1, &[id])
 }
 
 /// [`Backend::rms_norm_matmuls`] as one [`Backend::rms_norm_matmul`] per weight.

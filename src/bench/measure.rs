@@ -6,12 +6,16 @@ use std::time::Instant;
 
 use super::traffic::{peak_rss_bytes, reset_peak_rss};
 use super::{
-    BackendReport, BackendRun, DecodeResult, OpProfile, OpRow, Peak, PrefillResult, Profile, Spread,
+    BackendReport, BackendRun, DecodeResult, OpProfile, OpRow, Peak, PrefillResult, Profile,
+    RunPathResult, Spread,
 };
 use crate::backend::{BackendStats, OpTiming};
+use crate::generate::{generate, Limits, StopReason};
 use crate::gguf::GgufFile;
 use crate::model::forward::SkipLayers;
 use crate::model::{load_engine, BackendKind, Engine, ModelError};
+use crate::sample::{argmax, Sampler, SamplerConfig};
+use crate::tokenizer::Tokenizer;
 
 /// What to measure on each backend.
 #[derive(Clone, Debug)]
@@ -117,6 +121,31 @@ fn measure(
         .map(|s| s * 1e3 / decode_tokens as f64)
         .collect();
 
+    let run_path = match Tokenizer::from_gguf(file) {
+        Ok(tokenizer) => RUN_PATH_SAMPLING
+            .iter()
+            .map(|(flags, config)| {
+                progress(&format!("{kind}: run {flags}, {decode_tokens} tokens"));
+                let rates = (0..repeats)
+                    .map(|_| {
+                        engine.reset();
+                        let prompt = prompts.take(DECODE_PROMPT);
+                        run_path_rate(engine.as_mut(), &tokenizer, config, &prompt, decode_tokens)
+                    })
+                    .collect::<Result<Vec<f64>, ModelError>>()?;
+                Ok(RunPathResult {
+                    flags: flags.to_string(),
+                    tokens: decode_tokens,
+                    tok_per_s: Spread::of(&rates),
+                })
+            })
+            .collect::<Result<Vec<_>, ModelError>>()?,
+        Err(e) => {
+            progress(&format!("{kind}: no run-path rows: {e}"));
+            Vec::new()
+        }
+    };
+
     progress(&format!("{kind}: profiled pass"));
     // Without --profile the pass only counts dispatches, on one token.
     let (profile_prompt, profile_tokens) = if opts.profile {
@@ -167,7 +196,64 @@ fn measure(
         dispatches_per_token,
         submits_per_token,
         profile,
+        run_path,
     })
+}
+
+/// `qwen35 run`'s settings for the run-path rows: greedy, and the CLI's default sampling.
+const RUN_PATH_SAMPLING: [(&str, SamplerConfig); 2] = [
+    (
+        "--temp 0",
+        SamplerConfig {
+            temperature: 0.0,
+            top_k: 20,
+            top_p: 0.8,
+            min_p: 0.0,
+            repeat_penalty: 1.0,
+            repeat_window: 64,
+            seed: 1,
+        },
+    ),
+    (
+        "--temp 0.7",
+        SamplerConfig {
+            temperature: 0.7,
+            top_k: 20,
+            top_p: 0.8,
+            min_p: 0.0,
+            repeat_penalty: 1.0,
+            repeat_window: 64,
+            seed: 1,
+        },
+    ),
+];
+
+/// Decode tok/s of [`generate`] after `prompt`, `tokens` at most (fewer where the model ends
+/// the text).
+fn run_path_rate(
+    engine: &mut dyn Engine,
+    tokenizer: &Tokenizer,
+    config: &SamplerConfig,
+    prompt: &[u32],
+    tokens: usize,
+) -> Result<f64, ModelError> {
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let generation = generate(
+        engine,
+        tokenizer,
+        &mut Sampler::new(config.clone()),
+        prompt,
+        &mut Vec::new(),
+        Limits {
+            max_new_tokens: tokens,
+            interrupt: &never,
+        },
+        |_| {},
+    )?;
+    // The end-of-text token, if one stopped it, was chosen too.
+    let ended = matches!(generation.stop, StopReason::EndOfGeneration(_));
+    let chosen = generation.decode_tokens + usize::from(ended);
+    Ok(chosen.max(1) as f64 / generation.decode_secs.max(f64::MIN_POSITIVE))
 }
 
 /// Prefills `prompt` from an empty state, then decodes `tokens` greedily, with profiling on;
@@ -232,15 +318,6 @@ fn op_profile(stats: &BackendStats, tokens: usize) -> OpProfile {
         .collect();
     ops.sort_by(|a, b| b.ms.total_cmp(&a.ms));
     OpProfile { tokens, ops }
-}
-
-/// The most likely next token.
-fn argmax(logits: &[f32]) -> u32 {
-    logits
-        .iter()
-        .enumerate()
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .map_or(0, |(i, _)| i as u32)
 }
 
 /// Uniform random token ids (splitmix64): prompts whose content does not matter to the speed.

@@ -3,11 +3,11 @@
 //! the load, or at the prompt, it leaves with status 130. When the context fills up the user
 //! chooses between a fresh context (the system prompt is kept and prefilled again) and stopping.
 
-use super::generate::{generate, Limits, StopReason};
 use super::{load, EngineArgs, SamplingArgs};
 use anyhow::Context;
 use clap::Args;
 use qwen35::chat::{render_prompt, render_turn, Message, Role};
+use qwen35::generate::{generate, Limits, StopReason};
 use qwen35::model::Engine;
 use qwen35::sample::Sampler;
 use qwen35::tokenizer::Tokenizer;
@@ -146,11 +146,10 @@ impl Conversation {
 
 pub fn run(args: ChatArgs) -> anyhow::Result<()> {
     let interrupt = Interrupt::install()?;
-    eprintln!(
-        "loading {} on {}",
-        args.engine.model.display(),
-        args.engine.backend
-    );
+    match args.engine.backend {
+        Some(backend) => eprintln!("loading {} on {backend}", args.engine.model.display()),
+        None => eprintln!("loading {}", args.engine.model.display()),
+    }
     let (tokenizer, engine) = load(&args.engine)?;
     let im_end = tokenizer
         .id_of("<|im_end|>")
@@ -251,11 +250,16 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
                 continue;
             }
         }
-        // Close the reply with <|im_end|> in the model's state, whatever stopped it.
+        // Close the reply with <|im_end|> in the model's state, whatever stopped it (unless the
+        // model's own <|im_end|> was fed).
         let eos_ids = chat.tokenizer.eos_ids();
         let unfed = generation.unfed.filter(|t| !eos_ids.contains(t));
         chat.pending.extend(unfed);
-        chat.pending.push(im_end);
+        let closed =
+            generation.stop == StopReason::EndOfGeneration(im_end) && generation.unfed.is_none();
+        if !closed {
+            chat.pending.push(im_end);
+        }
     }
     Ok(())
 }

@@ -4,7 +4,6 @@ mod bench;
 mod chat;
 mod check;
 mod eval;
-mod generate;
 mod info;
 mod run;
 mod synth;
@@ -69,9 +68,10 @@ pub struct EngineArgs {
     /// GGUF model file.
     #[arg(short, long)]
     pub model: PathBuf,
-    /// Who runs the ops: cpu (exact), cpu-fast (8-bit activations), wgpu or metal.
-    #[arg(long, default_value = "cpu", value_parser = parse_backend)]
-    pub backend: BackendKind,
+    /// Who runs the ops: cpu (exact), cpu-fast (8-bit activations), wgpu or metal (default:
+    /// the fastest here, wgpu on a GPU, else cpu-fast; named on stderr).
+    #[arg(long, value_parser = parse_backend)]
+    pub backend: Option<BackendKind>,
     /// Context length in tokens (default: the model's, capped at 8192).
     #[arg(long)]
     pub ctx: Option<usize>,
@@ -142,9 +142,16 @@ pub fn load(args: &EngineArgs) -> anyhow::Result<(Tokenizer, Box<dyn Engine>)> {
             .map(|n| n.get())
             .unwrap_or(1)
     });
+    let backend = args.backend.unwrap_or_else(|| {
+        let (fastest, why) = BackendKind::fastest_available();
+        eprintln!(
+            "backend: {fastest}, the fastest here ({why}); --backend cpu is the exact reference"
+        );
+        fastest
+    });
     let started = std::time::Instant::now();
     let ctx = args.ctx.unwrap_or(DEFAULT_CTX);
-    let engine = load_engine(file, args.backend, threads, ctx)
+    let engine = load_engine(file, backend, threads, ctx)
         .with_context(|| format!("loading {}", args.model.display()))?;
     log::info!("loaded in {:.2} s", started.elapsed().as_secs_f64());
     Ok((tokenizer, engine))

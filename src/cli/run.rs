@@ -1,10 +1,10 @@
 //! `qwen35 run`: one prompt, one streamed completion.
 
-use super::generate::{generate, Limits};
 use super::{load, EngineArgs, SamplingArgs};
 use anyhow::Context;
 use clap::Args;
 use qwen35::chat::{render_prompt, Message, Role};
+use qwen35::generate::{generate, Limits};
 use qwen35::sample::Sampler;
 use std::io::Write;
 use std::sync::atomic::AtomicBool;

@@ -1,6 +1,5 @@
 //! The engine the CLI drives: one sequence's state on one backend, fed tokens, returning logits.
 
-use std::str::FromStr;
 use std::sync::Arc;
 
 use super::config::Config;
@@ -11,49 +10,9 @@ use super::ModelError;
 use crate::backend::cpu::{CpuBackend, CpuMode};
 use crate::backend::gpu::Wgpu;
 use crate::backend::metal::Metal;
-use crate::backend::{Backend, BackendStats, OpTiming};
+use crate::backend::{Backend, BackendKind, BackendStats, OpTiming};
 use crate::gguf::GgufFile;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackendKind {
-    /// The exact f32 reference.
-    Cpu,
-    /// The CPU with 8-bit activations in the K-quant and Q8_0 matmuls (faster, not exact).
-    CpuFast,
-    Wgpu,
-    Metal,
-}
-
-impl BackendKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::Cpu => "cpu",
-            BackendKind::CpuFast => "cpu-fast",
-            BackendKind::Wgpu => "wgpu",
-            BackendKind::Metal => "metal",
-        }
-    }
-}
-
-impl std::fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for BackendKind {
-    type Err = ModelError;
-
-    fn from_str(s: &str) -> Result<BackendKind, ModelError> {
-        match s {
-            "cpu" => Ok(BackendKind::Cpu),
-            "cpu-fast" => Ok(BackendKind::CpuFast),
-            "wgpu" => Ok(BackendKind::Wgpu),
-            "metal" => Ok(BackendKind::Metal),
-            other => Err(ModelError::UnknownBackend(other.to_string())),
-        }
-    }
-}
+use crate::sample::Sampler;
 
 pub trait Engine: Send {
     fn config(&self) -> &Config;
@@ -64,17 +23,27 @@ pub trait Engine: Send {
     /// token's ([n·vocab], token-major). Fails with `ContextFull` before touching the state when
     /// the tokens do not fit.
     fn eval(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>, ModelError>;
-    /// Greedy decoding from `first`: feeds it, then each token chosen (the argmax of the
-    /// logits, taken on the backend), at most `n` steps. The next step is queued on the backend
-    /// before the previous token has reached the host, so a GPU never waits for this loop.
-    /// `on_token` gets each chosen token and returns false to stop. Returns the chosen tokens;
-    /// every one of them has been fed except, after `n` steps, the last.
+    /// Decoding from `first`: feeds it, then each token chosen (on the backend, as `choice`
+    /// says), at most `n` steps. The next step is queued on the backend before the previous
+    /// token has reached the host, so a GPU never waits for this loop. `on_token` gets each
+    /// chosen token and returns false to stop. Returns the chosen tokens; every one of them has
+    /// been fed except, after `n` steps, the last.
+    fn decode(
+        &mut self,
+        first: u32,
+        n: usize,
+        choice: TokenChoice<'_>,
+        on_token: &mut dyn FnMut(u32) -> bool,
+    ) -> Result<Vec<u32>, ModelError>;
+    /// [`Engine::decode`] choosing the argmax of the logits.
     fn decode_greedy(
         &mut self,
         first: u32,
         n: usize,
         on_token: &mut dyn FnMut(u32) -> bool,
-    ) -> Result<Vec<u32>, ModelError>;
+    ) -> Result<Vec<u32>, ModelError> {
+        self.decode(first, n, TokenChoice::Greedy, on_token)
+    }
     /// Back to an empty sequence.
     fn reset(&mut self);
     /// A host copy of the state; fails only when the backend cannot read it back.
@@ -87,6 +56,67 @@ pub trait Engine: Send {
     /// Leaves out the bodies of one kind of layer from now on (benchmarking only: the logits
     /// are wrong unless `skip` is `SkipLayers::None`).
     fn set_skip(&mut self, skip: SkipLayers);
+}
+
+/// How [`Engine::decode`] chooses each token.
+pub enum TokenChoice<'a> {
+    /// The argmax of the logits.
+    Greedy,
+    /// The choice of [`Sampler::sample`], made on the backend with the sampler's settings and
+    /// generator; `history` holds the tokens so far, `first` included (for the repeat penalty).
+    Sampled {
+        sampler: &'a mut Sampler,
+        history: &'a [u32],
+    },
+}
+
+/// The state of [`TokenChoice`] through one [`Engine::decode`]: for a draw or a repeat penalty,
+/// the recent ids on the backend and the row the next id goes to.
+struct Chooser<'a, T> {
+    sampled: Option<(&'a mut Sampler, T)>,
+    next_slot: usize,
+}
+
+impl<'a, T> Chooser<'a, T> {
+    fn new<B: Backend<Tensor = T>>(
+        backend: &B,
+        choice: TokenChoice<'a>,
+    ) -> Result<Chooser<'a, T>, ModelError> {
+        match choice {
+            TokenChoice::Sampled { sampler, history } if !sampler.is_argmax() => {
+                let window = sampler.config().repeat_window.max(1);
+                let tail = &history[history.len().saturating_sub(window)..];
+                let mut ids: Vec<f32> = tail.iter().map(|&t| t as f32).collect();
+                ids.resize(window, -1.0);
+                let recent = backend.upload(window, 1, &ids)?;
+                Ok(Chooser {
+                    sampled: Some((sampler, recent)),
+                    next_slot: tail.len() % window,
+                })
+            }
+            _ => Ok(Chooser {
+                sampled: None,
+                next_slot: 0,
+            }),
+        }
+    }
+
+    /// The id chosen from `logits`, left on the backend.
+    fn choose<B: Backend<Tensor = T>>(
+        &mut self,
+        backend: &B,
+        mut logits: T,
+    ) -> Result<T, ModelError> {
+        match &mut self.sampled {
+            Some((sampler, recent)) => {
+                let draw = sampler.next_draw();
+                let id = backend.sample(&mut logits, recent, self.next_slot, &draw)?;
+                self.next_slot = (self.next_slot + 1) % backend.dims(recent).0;
+                Ok(id)
+            }
+            None => Ok(backend.argmax(&logits)?),
+        }
+    }
 }
 
 /// Loads the model in `file` onto `backend` with a context of `ctx` tokens (0: the trained
@@ -274,10 +304,11 @@ impl<B: Backend> Engine for Session<B> {
         Ok(logits)
     }
 
-    fn decode_greedy(
+    fn decode(
         &mut self,
         first: u32,
         n: usize,
+        choice: TokenChoice<'_>,
         on_token: &mut dyn FnMut(u32) -> bool,
     ) -> Result<Vec<u32>, ModelError> {
         self.check_input(n, &[first])?;
@@ -285,15 +316,16 @@ impl<B: Backend> Engine for Session<B> {
         if n == 0 {
             return Ok(chosen);
         }
+        let mut chooser = Chooser::new(&self.backend, choice)?;
         let mut in_flight = std::collections::VecDeque::with_capacity(2);
         let logits = self.forward(Tokens::Host(&[first]), false)?;
-        let mut ids = self.backend.argmax(&logits)?;
+        let mut ids = chooser.choose(&self.backend, logits)?;
         in_flight.push_back(self.backend.start_read(&ids));
         for step in 1..=n {
             // Queue the next step on the id still on the backend, then learn the previous one.
             if step < n {
                 let logits = self.forward(Tokens::OnBackend(&ids), false)?;
-                ids = self.backend.argmax(&logits)?;
+                ids = chooser.choose(&self.backend, logits)?;
                 in_flight.push_back(self.backend.start_read(&ids));
             }
             let Some(read) = in_flight.pop_front() else {

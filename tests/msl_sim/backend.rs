@@ -11,10 +11,11 @@ use std::sync::{Arc, Mutex};
 
 use qwen35::backend::metal::Metal;
 use qwen35::backend::{
-    rms_norm_matmul_each, AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape,
-    PendingRead,
+    rms_norm_matmul_each, sample_on_host, AttentionShape, Backend, BackendError, BackendStats,
+    DeltaNetShape, PendingRead,
 };
 use qwen35::gguf::{GgufFile, TensorInfo};
+use qwen35::sample::Draw;
 
 use super::device::{SimDevice, SimTensor, SimWeight};
 use super::{DeviceBuffer, Order};
@@ -191,6 +192,16 @@ impl Backend for SimMemory {
 
     fn argmax(&self, x: &SimTensor) -> Result<SimTensor, BackendError> {
         Err(refused("argmax", x.rows))
+    }
+
+    fn sample(
+        &self,
+        logits: &mut SimTensor,
+        recent: &mut SimTensor,
+        slot: usize,
+        draw: &Draw,
+    ) -> Result<SimTensor, BackendError> {
+        sample_on_host(self, logits, recent, slot, draw)
     }
 
     fn matmul(&self, x: &SimTensor, _: &SimWeight) -> Result<SimTensor, BackendError> {

@@ -229,6 +229,12 @@ pub enum Kernel {
     Conv1dSilu,
     ConvQkvNorm,
     Argmax,
+    /// Sampling's repeat penalty, in place on the logits.
+    RepeatPenalty,
+    /// Sampling's first pass: the k best logits of each chunk.
+    TopKChunks,
+    /// Sampling's second pass: the k best candidates and the choice among them.
+    TopKDraw,
     DeltaNetGates,
     DeltaRule,
     /// The key-side factors of every chunk of the chunked delta rule.
@@ -282,6 +288,9 @@ impl Kernel {
             Kernel::Conv1dSilu,
             Kernel::ConvQkvNorm,
             Kernel::Argmax,
+            Kernel::RepeatPenalty,
+            Kernel::TopKChunks,
+            Kernel::TopKDraw,
             Kernel::DeltaNetGates,
             Kernel::DeltaRule,
             Kernel::DeltaRuleChunkFactors,
@@ -332,7 +341,9 @@ impl Kernel {
             Kernel::Conv1dSilu => "conv1d_silu".into(),
             Kernel::ConvQkvNorm => "conv_qkv_norm".into(),
             // Greedy decoding's token choice.
-            Kernel::Argmax => "sampling".into(),
+            Kernel::Argmax | Kernel::RepeatPenalty | Kernel::TopKChunks | Kernel::TopKDraw => {
+                "sampling".into()
+            }
             Kernel::DeltaNetGates => "delta_net_gates".into(),
             Kernel::DeltaRule => "delta_rule".into(),
             Kernel::DeltaRuleChunkFactors => "delta_rule chunk factors".into(),
@@ -428,6 +439,9 @@ impl Kernel {
             Kernel::Conv1dSilu => files.push(wgsl!("conv1d_silu")),
             Kernel::ConvQkvNorm => files.extend([REDUCE, wgsl!("conv_qkv_norm")]),
             Kernel::Argmax => files.push(wgsl!("argmax")),
+            Kernel::RepeatPenalty => files.push(wgsl!("repeat_penalty")),
+            Kernel::TopKChunks => files.push(wgsl!("top_k_chunks")),
+            Kernel::TopKDraw => files.push(wgsl!("top_k_draw")),
             Kernel::DeltaNetGates => files.extend([SOFTPLUS, wgsl!("delta_net_gates")]),
             Kernel::DeltaRule => files.extend([SOFTPLUS, wgsl!("delta_rule")]),
             Kernel::AttentionPrefill => files.push(wgsl!("attention_prefill")),
@@ -458,6 +472,8 @@ impl Kernel {
             Kernel::RmsNorm => 256,
             // A 5120-wide row in ten chunks of 512 values (rms_norm_quantized.wgsl).
             Kernel::RmsNormQuantized => 128,
+            // A chunk of 4096 logits is 16 a invocation (top_k_chunks.wgsl `PER`).
+            Kernel::TopKChunks | Kernel::TopKDraw => 256,
             _ => DEFAULT_WG,
         }
     }

@@ -14,6 +14,7 @@ mod memory;
 mod ops;
 mod profiler;
 mod recorder;
+mod sampling;
 
 use std::sync::{Arc, Mutex};
 
@@ -21,6 +22,7 @@ pub use error::GpuError;
 pub use kernels::{kernel_sources, KernelSource, WeightFormat};
 pub use memory::{GpuTensor, GpuWeight};
 pub use ops::{ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS};
+pub use sampling::MAX_TOP_K;
 
 use kernels::Pipelines;
 pub(crate) use recorder::Program;

@@ -253,7 +253,13 @@ impl Wgpu {
         let indices = self.output(x.rows, chunks)?;
         self.record(
             Kernel::Argmax,
-            &[x.cols as u32, chunks as u32, x.rows as u32, 0],
+            &[
+                x.cols as u32,
+                chunks as u32,
+                x.rows as u32,
+                0,
+                x.cols as u32,
+            ],
             &[&x.buffer, &x.buffer, &values.buffer, &indices.buffer],
             x.rows * chunks,
             f32_bytes(&[x]),
@@ -265,7 +271,7 @@ impl Wgpu {
         let best = self.output(x.rows, 1)?;
         self.record(
             Kernel::Argmax,
-            &[chunks as u32, 1, x.rows as u32, 1],
+            &[chunks as u32, 1, x.rows as u32, 1, x.cols as u32],
             &[
                 &values.buffer,
                 &indices.buffer,

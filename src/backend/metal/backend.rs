@@ -22,6 +22,7 @@ use crate::backend::{
     PendingRead, Qkv, RopeShape,
 };
 use crate::gguf::{GgufFile, TensorInfo};
+use crate::sample::Draw;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MetalError {
@@ -656,6 +657,17 @@ impl<D: MslDevice + Send + Sync> Backend for Metal<D> {
         } else {
             self.device.base().rms_norm_matmuls(x, norm, eps, ws)
         }
+    }
+
+    /// The WGSL kernels' (MSL has no sampling kernels).
+    fn sample(
+        &self,
+        logits: &mut D::Tensor,
+        recent: &mut D::Tensor,
+        slot: usize,
+        draw: &Draw,
+    ) -> Result<D::Tensor, BackendError> {
+        self.device.base().sample(logits, recent, slot, draw)
     }
 
     fn start_read(&self, x: &D::Tensor) -> PendingRead {

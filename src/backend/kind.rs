@@ -1,0 +1,73 @@
+//! Which backend runs the model, and which is the fastest this machine has.
+
+use std::str::FromStr;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    /// The exact f32 reference.
+    Cpu,
+    /// The CPU with 8-bit activations in the K-quant and Q8_0 matmuls (faster, not exact).
+    CpuFast,
+    Wgpu,
+    Metal,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("unknown backend {0:?} (expected cpu, cpu-fast, wgpu or metal)")]
+pub struct UnknownBackend(pub String);
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::CpuFast => "cpu-fast",
+            BackendKind::Wgpu => "wgpu",
+            BackendKind::Metal => "metal",
+        }
+    }
+
+    /// The fastest backend here, and why: wgpu on a GPU adapter (the one wgpu would open, as
+    /// `WGPU_BACKEND` and `WGPU_ADAPTER_NAME` narrow it), else the CPU's fast mode (a CPU
+    /// adapter such as lavapipe is slower than the CPU backend itself).
+    pub fn fastest_available() -> (BackendKind, String) {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            force_fallback_adapter: false,
+            compatible_surface: None,
+            apply_limit_buckets: false,
+        }));
+        match adapter.map(|a| a.get_info()) {
+            Ok(info) if info.device_type != wgpu::DeviceType::Cpu => (
+                BackendKind::Wgpu,
+                format!("the GPU {} ({:?})", info.name, info.backend),
+            ),
+            Ok(info) => (
+                BackendKind::CpuFast,
+                format!("no GPU adapter, only the CPU adapter {}", info.name),
+            ),
+            Err(_) => (BackendKind::CpuFast, "no GPU adapter".into()),
+        }
+    }
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for BackendKind {
+    type Err = UnknownBackend;
+
+    fn from_str(s: &str) -> Result<BackendKind, UnknownBackend> {
+        match s {
+            "cpu" => Ok(BackendKind::Cpu),
+            "cpu-fast" => Ok(BackendKind::CpuFast),
+            "wgpu" => Ok(BackendKind::Wgpu),
+            "metal" => Ok(BackendKind::Metal),
+            other => Err(UnknownBackend(other.to_string())),
+        }
+    }
+}

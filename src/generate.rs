@@ -1,0 +1,119 @@
+//! The generation loop of `run`, `chat` and `bench`'s run-path row: prefill the prompt, then
+//! decode through [`Engine::decode`] (each token chosen on the backend, the next step queued
+//! before the previous token is read), streaming text as it becomes valid UTF-8.
+
+use crate::model::{Engine, ModelError, TokenChoice};
+use crate::sample::Sampler;
+use crate::tokenizer::{StreamDecoder, Tokenizer};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model produced an end-of-generation token (not fed back to the model).
+    EndOfGeneration(u32),
+    /// The token budget ran out.
+    Budget,
+    /// The context is full.
+    ContextFull,
+    /// The user interrupted (Ctrl-C).
+    Interrupted,
+}
+
+pub struct Generation {
+    pub stop: StopReason,
+    /// The last chosen token when it was not fed to the model (the state ends before it). An
+    /// end-of-generation token chosen before the last step was fed (the next step was queued on
+    /// it before it was read).
+    pub unfed: Option<u32>,
+    pub prefill_tokens: usize,
+    pub prefill_secs: f64,
+    pub decode_tokens: usize,
+    pub decode_secs: f64,
+}
+
+impl Generation {
+    pub fn speed_report(&self) -> String {
+        let rate = |n: usize, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
+        format!(
+            "prefill {} tokens in {:.2} s ({:.2} tok/s), decode {} tokens in {:.2} s ({:.2} tok/s)",
+            self.prefill_tokens,
+            self.prefill_secs,
+            rate(self.prefill_tokens, self.prefill_secs),
+            self.decode_tokens,
+            self.decode_secs,
+            rate(self.decode_tokens, self.decode_secs)
+        )
+    }
+}
+
+pub struct Limits<'a> {
+    pub max_new_tokens: usize,
+    pub interrupt: &'a AtomicBool,
+}
+
+/// Feeds `prompt` (must be non-empty) and generates until a stop condition; `history` holds the
+/// tokens the repeat penalty may look at and grows with the prompt and the reply.
+pub fn generate(
+    engine: &mut dyn Engine,
+    tokenizer: &Tokenizer,
+    sampler: &mut Sampler,
+    prompt: &[u32],
+    history: &mut Vec<u32>,
+    limits: Limits,
+    mut on_text: impl FnMut(&str),
+) -> Result<Generation, ModelError> {
+    let (&last, earlier) = prompt.split_last().ok_or(ModelError::EmptyInput)?;
+    let started = Instant::now();
+    if !earlier.is_empty() {
+        engine.eval(earlier, false)?;
+    }
+    let prefill_secs = started.elapsed().as_secs_f64();
+    history.extend_from_slice(prompt);
+
+    // `last` is the first decode step: each step feeds one token and chooses the next.
+    let room = engine.context_len().saturating_sub(engine.position());
+    let steps = limits.max_new_tokens.min(room);
+    if steps == 0 {
+        engine.eval(&[last], false)?;
+    }
+    let mut decoder = StreamDecoder::new(tokenizer);
+    let mut stop = None;
+    let mut reply = Vec::new();
+    let decode_started = Instant::now();
+    let choice = TokenChoice::Sampled {
+        sampler,
+        history: history.as_slice(),
+    };
+    let chosen = engine.decode(last, steps, choice, &mut |token| {
+        if tokenizer.eos_ids().contains(&token) {
+            stop = Some(StopReason::EndOfGeneration(token));
+            return false;
+        }
+        on_text(&decoder.push(token));
+        reply.push(token);
+        if limits.interrupt.swap(false, Ordering::SeqCst) {
+            stop = Some(StopReason::Interrupted);
+            return false;
+        }
+        true
+    })?;
+    let decode_secs = decode_started.elapsed().as_secs_f64();
+    on_text(&decoder.finish());
+    history.extend_from_slice(&reply);
+    let stop = stop.unwrap_or(if steps < limits.max_new_tokens {
+        StopReason::ContextFull
+    } else {
+        StopReason::Budget
+    });
+    // After `steps` steps the last chosen token was not fed.
+    let unfed = chosen.last().copied().filter(|_| chosen.len() == steps);
+    Ok(Generation {
+        decode_tokens: reply.len(),
+        stop,
+        unfed,
+        prefill_tokens: earlier.len(),
+        prefill_secs,
+        decode_secs,
+    })
+}
