@@ -38,7 +38,7 @@ pub struct Sampler {
 }
 
 /// One token's choice once the repeat penalty is applied: its settings and the uniform number
-/// in [0, 1) its draw uses. Backends choose by it ([`crate::backend::Backend::sample`]) exactly as
+/// in [0, 1) its draw uses. Backends choose by it (the op `Backend::sample`) exactly as
 /// [`Sampler::sample`] does on the host.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Draw {

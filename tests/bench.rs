@@ -293,6 +293,21 @@ fn wgpu_row_is_included_when_an_adapter_exists() {
     assert!(lines[header].contains("pp8 tok/s") && lines[header].contains("pp16 tok/s"));
     assert!(lines[header + 1].starts_with("cpu "), "{stdout}");
     assert!(lines[header + 2].starts_with("wgpu "), "{stdout}");
+    // `qwen35 run`'s decode, greedy and sampled, for both.
+    for (row, name) in [
+        "cpu run --temp 0",
+        "cpu run --temp 0.7",
+        "wgpu run --temp 0",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(lines[header + 3 + row].starts_with(name), "{stdout}");
+    }
+    assert_eq!(
+        backend(&report, "wgpu").pointer("/run/run_path/1/flags"),
+        Some(&Value::from("--temp 0.7"))
+    );
     assert!(lines[header + 1].split_whitespace().any(|cell| cell == "-"));
     let cpu = backend(&report, "cpu");
     assert_eq!(cpu.pointer("/run/prefill/0/tokens"), Some(&Value::from(8)));

@@ -1,4 +1,4 @@
-//! The op set the model is written against ([`crate::model::forward`]).
+//! The op set the model is written against (`src/model/forward.rs`).
 //!
 //! A backend implements these ops and owns no model logic. Activations are opaque
 //! [`Backend::Tensor`]s: f32 matrices of `rows` (tokens, heads, cache slots) × `cols`. On the CPU an

@@ -35,6 +35,8 @@ pub fn render_table(report: &Report) -> String {
         "peak RSS (process)".into(),
     ]);
     let mut rows = vec![header];
+    // `qwen35 run`'s decode under the backends' rows, in the tg column.
+    let mut run_rows = Vec::new();
     let mut notes = Vec::new();
     for backend in &report.backends {
         match (&backend.run, &backend.error) {
@@ -44,7 +46,7 @@ pub fn render_table(report: &Report) -> String {
                     let mut row = vec![format!("{} run {}", backend.backend, path.flags)];
                     row.resize(2 + columns_of_prefill.len(), String::new());
                     row.push(spread(path.tok_per_s));
-                    rows.push(row);
+                    run_rows.push(row);
                 }
                 notes.push(peak_note(&backend.backend, run));
                 if common_decode.is_none() {
@@ -61,6 +63,7 @@ pub fn render_table(report: &Report) -> String {
             )),
         }
     }
+    rows.extend(run_rows);
     out.push_str(&columns(&rows));
     out.push('\n');
     if rows.iter().flatten().any(|cell| cell == NOT_RUN) {

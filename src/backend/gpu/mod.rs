@@ -11,8 +11,10 @@ mod delta_chunks;
 mod error;
 mod kernels;
 mod memory;
+pub mod msl_kernels;
 mod ops;
 mod profiler;
+mod program;
 mod recorder;
 mod sampling;
 
@@ -25,7 +27,7 @@ pub use ops::{ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_RO
 pub use sampling::MAX_TOP_K;
 
 use kernels::Pipelines;
-pub(crate) use recorder::Program;
+pub(crate) use program::Program;
 use recorder::{Binding, Recorder};
 
 /// The environment variable that caps the bytes the backend allocates on the device: an

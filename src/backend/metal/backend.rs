@@ -14,8 +14,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::kernels::{Access, MslKernel};
 use super::ops::{self, Dispatch, MslDevice, WeightLayout, WeightPart};
+use crate::backend::gpu::msl_kernels::{Access, MslKernel};
 use crate::backend::gpu::{GpuError, GpuTensor, GpuWeight, Program, Wgpu};
 use crate::backend::{
     rms_norm_matmul_each, AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape,

@@ -3,7 +3,7 @@
 //! wgpu; the tests run the very same code through the MSL simulator, so a simulated test
 //! exercises the real launch.
 
-use super::kernels::{MslFormat, MslKernel};
+use crate::backend::gpu::msl_kernels::{MslFormat, MslKernel};
 use crate::backend::{
     checks, AttentionShape, Backend, BackendError, DeltaNetShape, Qkv, RopeShape,
 };
