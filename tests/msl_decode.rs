@@ -158,23 +158,18 @@ fn assert_device_error(result: Result<impl std::fmt::Debug, ModelError>, cause: 
 fn faults_of_the_simulated_metal_device_are_typed_errors() {
     let fixture = &decode_check::fixtures()[0];
     let prompt = &fixture.prompt;
-
-    let mut engine = simulated_engine(fixture, Order::Forward, usize::MAX);
-    engine
-        .eval(&prompt[..1], false)
-        .expect("a healthy device evaluates");
-    engine.backend().device().memory.lose_device();
-    assert_device_error(engine.eval(&prompt[1..2], false), "lost");
-    assert!(engine.snapshot().is_err());
-
-    let mut engine = simulated_engine(fixture, Order::Forward, usize::MAX);
-    engine
-        .eval(&prompt[..1], false)
-        .expect("a healthy device evaluates");
-    engine.backend().device().memory.fail_readbacks();
-    assert_device_error(engine.eval(&prompt[1..2], false), "readback");
-    assert_device_error(
-        engine.decode_greedy(prompt[2], 4, &mut |_| true),
-        "readback",
-    );
+    let plants: [(&str, fn(&SimMetal)); 2] = [
+        ("lost", |metal| metal.device().memory.lose_device()),
+        ("readback", |metal| metal.device().memory.fail_readbacks()),
+    ];
+    for (cause, plant) in plants {
+        let mut engine = simulated_engine(fixture, Order::Forward, usize::MAX);
+        engine
+            .eval(&prompt[..1], false)
+            .expect("a healthy device evaluates");
+        plant(engine.backend());
+        assert_device_error(engine.eval(&prompt[1..2], false), cause);
+        assert_device_error(engine.decode_greedy(prompt[2], 4, &mut |_| true), cause);
+        assert!(engine.snapshot().is_err(), "{cause}");
+    }
 }

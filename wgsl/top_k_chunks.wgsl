@@ -15,18 +15,6 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> candidate_indices: array<f32>;
 
 const PER: u32 = 16u;
-const NO_INDEX: u32 = 0xffffffffu;
-
-var<workgroup> slot_values: array<f32, WG>;
-var<workgroup> slot_indices: array<u32, WG>;
-
-// Whether (v, i) comes before (w, j): the larger value, then the lower index; NO_INDEX last.
-fn before(v: f32, i: u32, w: f32, j: u32) -> bool {
-    if (i == NO_INDEX) {
-        return false;
-    }
-    return j == NO_INDEX || v > w || (v == w && i < j);
-}
 
 // By its bits: a compiler may assume that every value is a number.
 fn finite(v: f32) -> bool {
@@ -71,29 +59,14 @@ fn main(
                 best_index = indices[j];
             }
         }
-        slot_values[lid] = best_value;
-        slot_indices[lid] = best_index;
-        workgroupBarrier();
-        for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
-            if (lid < stride) {
-                let v = slot_values[lid + stride];
-                let i = slot_indices[lid + stride];
-                if (before(v, i, slot_values[lid], slot_indices[lid])) {
-                    slot_values[lid] = v;
-                    slot_indices[lid] = i;
-                }
-            }
-            workgroupBarrier();
-        }
-        last_value = slot_values[0];
-        last_index = slot_indices[0];
+        let best = workgroup_best(best_value, best_index, lid);
+        last_value = bitcast<f32>(best.x);
+        last_index = best.y;
         if (lid == 0u) {
             candidate_values[group * p.k + round] = last_value;
             candidate_indices[group * p.k + round] =
                 select(f32(last_index), -1.0, last_index == NO_INDEX);
         }
-        // Every invocation has read the winner before the slots are written again.
-        workgroupBarrier();
         done = last_index == NO_INDEX;
     }
 }

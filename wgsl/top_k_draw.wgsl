@@ -21,19 +21,9 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> recent: array<f32>;
 
 const MAX_K: u32 = 64u;
-const NO_INDEX: u32 = 0xffffffffu;
 
-var<workgroup> slot_values: array<f32, WG>;
-var<workgroup> slot_indices: array<u32, WG>;
 var<workgroup> top_values: array<f32, MAX_K>;
 var<workgroup> top_indices: array<u32, MAX_K>;
-
-fn before(v: f32, i: u32, w: f32, j: u32) -> bool {
-    if (i == NO_INDEX) {
-        return false;
-    }
-    return j == NO_INDEX || v > w || (v == w && i < j);
-}
 
 fn candidate_index(c: u32) -> u32 {
     let i = candidate_indices[c];
@@ -57,27 +47,13 @@ fn main(@builtin(local_invocation_index) lid: u32) {
                 best_index = i;
             }
         }
-        slot_values[lid] = best_value;
-        slot_indices[lid] = best_index;
-        workgroupBarrier();
-        for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
-            if (lid < stride) {
-                let v = slot_values[lid + stride];
-                let i = slot_indices[lid + stride];
-                if (before(v, i, slot_values[lid], slot_indices[lid])) {
-                    slot_values[lid] = v;
-                    slot_indices[lid] = i;
-                }
-            }
-            workgroupBarrier();
-        }
-        last_value = slot_values[0];
-        last_index = slot_indices[0];
+        let best = workgroup_best(best_value, best_index, lid);
+        last_value = bitcast<f32>(best.x);
+        last_index = best.y;
         if (lid == 0u) {
             top_values[round] = last_value;
             top_indices[round] = last_index;
         }
-        workgroupBarrier();
         done = last_index == NO_INDEX;
     }
     if (lid != 0u) {

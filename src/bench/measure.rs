@@ -122,7 +122,7 @@ fn measure(
         .collect();
 
     let run_path = match Tokenizer::from_gguf(file) {
-        Ok(tokenizer) => RUN_PATH_SAMPLING
+        Ok(tokenizer) => run_path_sampling()
             .iter()
             .map(|(flags, config)| {
                 progress(&format!("{kind}: run {flags}, {decode_tokens} tokens"));
@@ -200,33 +200,21 @@ fn measure(
     })
 }
 
-/// `qwen35 run`'s settings for the run-path rows: greedy, and the CLI's default sampling.
-const RUN_PATH_SAMPLING: [(&str, SamplerConfig); 2] = [
-    (
-        "--temp 0",
-        SamplerConfig {
-            temperature: 0.0,
-            top_k: 20,
-            top_p: 0.8,
-            min_p: 0.0,
-            repeat_penalty: 1.0,
-            repeat_window: 64,
-            seed: 1,
-        },
-    ),
-    (
-        "--temp 0.7",
-        SamplerConfig {
-            temperature: 0.7,
-            top_k: 20,
-            top_p: 0.8,
-            min_p: 0.0,
-            repeat_penalty: 1.0,
-            repeat_window: 64,
-            seed: 1,
-        },
-    ),
-];
+/// `qwen35 run`'s settings for the run-path rows: greedy, and the CLI's default sampling
+/// (temperature 0.7, top-k 20, top-p 0.8), seeded.
+fn run_path_sampling() -> [(&'static str, SamplerConfig); 2] {
+    let with_temperature = |temperature| SamplerConfig {
+        temperature,
+        top_k: 20,
+        top_p: 0.8,
+        seed: 1,
+        ..SamplerConfig::default()
+    };
+    [
+        ("--temp 0", with_temperature(0.0)),
+        ("--temp 0.7", with_temperature(0.7)),
+    ]
+}
 
 /// Decode tok/s of [`generate`] after `prompt`, `tokens` at most (fewer where the model ends
 /// the text).
