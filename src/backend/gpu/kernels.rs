@@ -45,8 +45,8 @@ pub const GEMV_ROWS: usize = 2;
 /// subgroup where the device's subgroups have one fixed size, else a run of
 /// [`GEMV_SHARED_PART`] invocations summing through workgroup memory (WGSL `PART`, defined
 /// ahead of the files). Four parts of 32 decoded faster on the H200 than workgroups of one
-/// (runs 19–22): one-part workgroups cap the resident warps at half of what it holds, as it keeps
-/// at most 32 workgroups on an SM.
+/// (benches/results/): one-part workgroups cap the resident warps at half of what it holds, as
+/// it keeps at most 32 workgroups on an SM.
 pub const GEMV_PARTS: usize = 4;
 /// Invocations per part of the fast GEMVs without subgroups of a fixed size.
 pub const GEMV_SHARED_PART: usize = 32;

@@ -368,7 +368,7 @@ impl Wgpu {
     /// `rms_norm(x, norm, eps) · Wᵢᵀ` for each weight. The forward projects one normed input
     /// several times (q, k, v; gate, up): the norm runs once and its output is reused for as long
     /// as nothing else was recorded or written since, also by later calls. Fusing the norm into
-    /// each GEMV instead cost more than the norm pass on the H200 (run 6: lm_head 0.49 → 1.33 ms).
+    /// each GEMV instead cost more than the norm pass on the H200 (benches/results/).
     pub fn rms_norm_matmuls(
         &self,
         x: &GpuTensor,
