@@ -38,7 +38,7 @@ fn plain_gpu() -> &'static Wgpu {
     PLAIN.get_or_init(|| Wgpu::without_subgroups().expect("the adapter opened once already"))
 }
 
-/// The GPU with the decode GEMVs on f32 activations (`QWEN35_INTEGER_GEMV=0`).
+/// The GPU with the decode GEMVs on f32 activations (`--f32-gemv`).
 fn f32_activations_gpu() -> &'static Wgpu {
     static F32: OnceLock<Wgpu> = OnceLock::new();
     F32.get_or_init(|| {

@@ -2,6 +2,8 @@
 
 use std::str::FromStr;
 
+use super::gpu::GpuOptions;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendKind {
     /// The exact f32 reference.
@@ -10,6 +12,15 @@ pub enum BackendKind {
     CpuFast,
     Wgpu,
     Metal,
+}
+
+/// How the chosen backend is set up.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BackendOptions {
+    /// CPU threads (0: one per core).
+    pub threads: usize,
+    /// The wgpu (and Metal) backend's settings.
+    pub gpu: GpuOptions,
 }
 
 #[derive(Debug, thiserror::Error)]

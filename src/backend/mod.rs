@@ -11,7 +11,7 @@ pub mod gpu;
 mod kind;
 pub mod metal;
 
-pub use kind::{BackendKind, UnknownBackend};
+pub use kind::{BackendKind, BackendOptions, UnknownBackend};
 
 use std::sync::Arc;
 

@@ -9,11 +9,12 @@ use super::{
     BackendReport, BackendRun, DecodeResult, OpProfile, OpRow, Peak, PrefillResult, Profile,
     RunPathResult, Spread,
 };
-use crate::backend::{BackendStats, OpTiming};
+use crate::backend::gpu::GpuOptions;
+use crate::backend::{BackendOptions, BackendStats, OpTiming};
 use crate::generate::{generate, Limits, StopReason};
 use crate::gguf::GgufFile;
 use crate::model::forward::SkipLayers;
-use crate::model::{load_engine, BackendKind, Engine, ModelError};
+use crate::model::{load_engine_with, BackendKind, Engine, ModelError};
 use crate::sample::{argmax, Sampler, SamplerConfig};
 use crate::tokenizer::Tokenizer;
 
@@ -32,6 +33,8 @@ pub struct BenchOptions {
     pub skip: SkipLayers,
     /// Seed of the random prompt tokens.
     pub seed: u64,
+    /// The GPU backends' settings.
+    pub gpu: GpuOptions,
 }
 
 /// Tokens prefilled before decode is timed, so decode does not start from an empty state.
@@ -71,7 +74,11 @@ fn measure(
     progress(&format!("{kind}: loading"));
     reset_peak_rss();
     let started = Instant::now();
-    let mut engine = load_engine(Arc::clone(file), kind, opts.threads, ctx)?;
+    let options = BackendOptions {
+        threads: opts.threads,
+        gpu: opts.gpu.clone(),
+    };
+    let mut engine = load_engine_with(Arc::clone(file), kind, &options, ctx)?;
     let load_seconds = started.elapsed().as_secs_f64();
     engine.set_skip(opts.skip);
     let mut prompts = RandomTokens::new(opts.seed, engine.config().vocab);

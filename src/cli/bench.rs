@@ -1,7 +1,7 @@
 //! `qwen35 bench`: the backend comparison benchmark (prefill, decode, roofline, profile) on a
 //! model file or a synthetic one, and `qwen35 bench gemv`, the GEMV microbenchmark.
 
-use super::{open_gguf, parse_backend};
+use super::{open_gguf, parse_backend, GpuArgs};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use qwen35::backend::cpu::{CpuBackend, CpuMode};
@@ -69,6 +69,8 @@ struct ModelBenchArgs {
     /// CPU threads (default: all cores); also used by the bandwidth probe.
     #[arg(long)]
     threads: Option<usize>,
+    #[command(flatten)]
+    gpu: GpuArgs,
     /// Write every number as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -109,6 +111,8 @@ struct GemvArgs {
     /// CPU threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    #[command(flatten)]
+    gpu: GpuArgs,
     /// Write the numbers as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -148,6 +152,7 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
         profile: args.profile,
         skip,
         seed: args.seed,
+        gpu: args.gpu.options(),
     };
 
     let mut probed: Option<f64> = None;
@@ -236,7 +241,7 @@ fn run_gemv_bench(args: GemvArgs) -> anyhow::Result<()> {
             run_gemv(&cpu, args.backend.name(), &opts)?
         }
         BackendKind::Wgpu => {
-            let gpu = Wgpu::new()?;
+            let gpu = Wgpu::with_options(&args.gpu.options())?;
             run_gemv(
                 &gpu,
                 &format!("wgpu ({})", gpu.adapter_description()),
@@ -244,7 +249,7 @@ fn run_gemv_bench(args: GemvArgs) -> anyhow::Result<()> {
             )?
         }
         BackendKind::Metal => {
-            let metal = Metal::new()?;
+            let metal = Metal::with_options(&args.gpu.options())?;
             run_gemv(
                 &metal,
                 &format!("metal ({})", metal.adapter_description()),

@@ -11,8 +11,10 @@ mod tokenize;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use qwen35::backend::gpu::GpuOptions;
+use qwen35::backend::BackendOptions;
 use qwen35::gguf::GgufFile;
-use qwen35::model::{load_engine, BackendKind, Engine};
+use qwen35::model::{load_engine_with, BackendKind, Engine};
 use qwen35::sample::SamplerConfig;
 use qwen35::tokenizer::Tokenizer;
 use std::path::{Path, PathBuf};
@@ -78,6 +80,37 @@ pub struct EngineArgs {
     /// CPU threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+}
+
+/// Settings of the GPU backends (wgpu, metal); the defaults are the fast path.
+#[derive(Args, Clone)]
+pub struct GpuArgs {
+    /// Cap on the bytes allocated on the GPU: an allocation past it fails as out of memory.
+    #[arg(long, value_name = "BYTES")]
+    pub gpu_memory_limit: Option<u64>,
+    /// Decode GEMVs on f32 activations instead of 14-bit integers (to compare).
+    #[arg(long)]
+    pub f32_gemv: bool,
+    /// Prefill GEMMs in f32 tiles even where the GPU has cooperative matrices (to compare).
+    #[arg(long)]
+    pub no_cooperative_matrix: bool,
+    /// Every runtime check in the kernels (loop bounds, integer division), not only buffer bounds.
+    #[arg(long)]
+    pub all_shader_checks: bool,
+}
+
+impl GpuArgs {
+    pub fn options(&self) -> GpuOptions {
+        GpuOptions {
+            memory_limit: self.gpu_memory_limit,
+            integer_gemv: !self.f32_gemv,
+            cooperative_matrix: !self.no_cooperative_matrix,
+            all_shader_checks: self.all_shader_checks,
+            ..GpuOptions::default()
+        }
+    }
 }
 
 /// Sampling flags.
@@ -151,7 +184,11 @@ pub fn load(args: &EngineArgs) -> anyhow::Result<(Tokenizer, Box<dyn Engine>)> {
     });
     let started = std::time::Instant::now();
     let ctx = args.ctx.unwrap_or(DEFAULT_CTX);
-    let engine = load_engine(file, backend, threads, ctx)
+    let options = BackendOptions {
+        threads,
+        gpu: args.gpu.options(),
+    };
+    let engine = load_engine_with(file, backend, &options, ctx)
         .with_context(|| format!("loading {}", args.model.display()))?;
     log::info!("loaded in {:.2} s", started.elapsed().as_secs_f64());
     Ok((tokenizer, engine))

@@ -10,7 +10,7 @@ use super::ModelError;
 use crate::backend::cpu::{CpuBackend, CpuMode};
 use crate::backend::gpu::Wgpu;
 use crate::backend::metal::Metal;
-use crate::backend::{Backend, BackendKind, BackendStats, OpTiming};
+use crate::backend::{Backend, BackendKind, BackendOptions, BackendStats, OpTiming};
 use crate::gguf::GgufFile;
 use crate::sample::Sampler;
 
@@ -120,14 +120,32 @@ impl<'a, T> Chooser<'a, T> {
 }
 
 /// Loads the model in `file` onto `backend` with a context of `ctx` tokens (0: the trained
-/// context); `threads` sizes the CPU pool (0: one per core).
+/// context); `threads` sizes the CPU pool (0: one per core); the GPU backends as by default.
 pub fn load_engine(
     file: Arc<GgufFile>,
     backend: BackendKind,
     threads: usize,
     ctx: usize,
 ) -> Result<Box<dyn Engine>, ModelError> {
+    let options = BackendOptions {
+        threads,
+        ..BackendOptions::default()
+    };
+    load_engine_with(file, backend, &options, ctx)
+}
+
+/// [`load_engine`] with the backend set up by `options`.
+pub fn load_engine_with(
+    file: Arc<GgufFile>,
+    backend: BackendKind,
+    options: &BackendOptions,
+    ctx: usize,
+) -> Result<Box<dyn Engine>, ModelError> {
     let config = Config::from_gguf(&file)?;
+    let unavailable = |reason: String| ModelError::BackendUnavailable {
+        backend: backend.name(),
+        reason,
+    };
     match backend {
         BackendKind::Cpu | BackendKind::CpuFast => {
             let mode = if backend == BackendKind::CpuFast {
@@ -135,26 +153,17 @@ pub fn load_engine(
             } else {
                 CpuMode::Exact
             };
-            let cpu = CpuBackend::with_options(threads, mode).map_err(|e| {
-                ModelError::BackendUnavailable {
-                    backend: backend.name(),
-                    reason: e.to_string(),
-                }
-            })?;
+            let cpu = CpuBackend::with_options(options.threads, mode)
+                .map_err(|e| unavailable(e.to_string()))?;
             Ok(Box::new(Session::new(cpu, &file, config, ctx)?))
         }
         BackendKind::Wgpu => {
-            let gpu = Wgpu::new().map_err(|e| ModelError::BackendUnavailable {
-                backend: "wgpu",
-                reason: e.to_string(),
-            })?;
+            let gpu = Wgpu::with_options(&options.gpu).map_err(|e| unavailable(e.to_string()))?;
             Ok(Box::new(Session::new(gpu, &file, config, ctx)?))
         }
         BackendKind::Metal => {
-            let metal = Metal::new().map_err(|e| ModelError::BackendUnavailable {
-                backend: "metal",
-                reason: e.to_string(),
-            })?;
+            let metal =
+                Metal::with_options(&options.gpu).map_err(|e| unavailable(e.to_string()))?;
             Ok(Box::new(Session::new(metal, &file, config, ctx)?))
         }
     }

@@ -563,12 +563,10 @@ pub fn kernel_sources() -> Vec<KernelSource> {
 }
 
 /// The runtime checks naga adds to the kernels: buffer bounds always; loop bounding and guarded
-/// integer division only with `QWEN35_SHADER_CHECKS=all`. Those two cost ALU in every inner loop
-/// (decode of the 27B shape ran 23% faster on the H200 without them) and guard against what
-/// these kernels do not do: loop without bound, divide by zero.
-fn shader_checks() -> wgpu::ShaderRuntimeChecks {
+/// integer division only with `all` ([`super::GpuOptions::all_shader_checks`]).
+fn shader_checks(all: bool) -> wgpu::ShaderRuntimeChecks {
     let mut checks = wgpu::ShaderRuntimeChecks::checked();
-    if std::env::var("QWEN35_SHADER_CHECKS").as_deref() != Ok("all") {
+    if !all {
         checks.force_loop_bounding = false;
         checks.int_div_checks = false;
     }
@@ -581,6 +579,8 @@ pub struct Pipelines {
     /// The subgroup size of the device where it has one fixed size (and a workgroup of
     /// [`GEMV_PARTS`] subgroups is allowed): the fast GEMVs' parts are then its subgroups.
     gemv_subgroup: Option<usize>,
+    /// Every runtime check in the kernels ([`shader_checks`]).
+    all_shader_checks: bool,
 }
 
 impl Pipelines {
@@ -589,6 +589,7 @@ impl Pipelines {
     pub fn build(
         device: &wgpu::Device,
         adapter: &wgpu::AdapterInfo,
+        all_shader_checks: bool,
     ) -> Result<Pipelines, GpuError> {
         let size = adapter.subgroup_min_size as usize;
         let fixed_size = device.features().contains(wgpu::Features::SUBGROUP)
@@ -598,6 +599,7 @@ impl Pipelines {
         let mut pipelines = Pipelines {
             by_kernel: HashMap::new(),
             gemv_subgroup: fixed_size.then_some(size),
+            all_shader_checks,
         };
         for kernel in Kernel::all() {
             if !kernel.needs_cooperative_matrix() {
@@ -635,7 +637,9 @@ impl Pipelines {
         };
         // SAFETY: every loop in wgsl/ is bounded by its parameters, and no kernel divides by a
         // parameter the host has not checked to be non-zero; buffer bounds checks stay on.
-        let module = unsafe { device.create_shader_module_trusted(descriptor, shader_checks()) };
+        let module = unsafe {
+            device.create_shader_module_trusted(descriptor, shader_checks(self.all_shader_checks))
+        };
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(&name),
             layout: None,

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use super::ops::{self, Dispatch, MslDevice, WeightLayout, WeightPart};
 use crate::backend::gpu::msl_kernels::{Access, MslKernel};
-use crate::backend::gpu::{GpuError, GpuTensor, GpuWeight, Program, Wgpu};
+use crate::backend::gpu::{GpuError, GpuOptions, GpuTensor, GpuWeight, Program, Wgpu};
 use crate::backend::{
     rms_norm_matmul_each, AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape,
     PendingRead, Qkv, RopeShape,
@@ -174,7 +174,12 @@ impl<D: MslDevice> Metal<D> {
 impl Metal {
     /// Opens the Metal adapter and builds the WGSL and MSL pipelines; elsewhere, says why not.
     pub fn new() -> Result<Metal, MetalError> {
-        let gpu = match Wgpu::new_metal() {
+        Metal::with_options(&GpuOptions::default())
+    }
+
+    /// [`Metal::new`] with the WGSL side set up by `options`.
+    pub fn with_options(options: &GpuOptions) -> Result<Metal, MetalError> {
+        let gpu = match Wgpu::new_metal(options) {
             Ok(gpu) => gpu,
             Err(GpuError::NoAdapter(_)) => {
                 return Err(MetalError::NoMetalAdapter {
