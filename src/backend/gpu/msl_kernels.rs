@@ -302,7 +302,8 @@ fn gemv_files(input: MslFile, format: MslFormat) -> Vec<MslFile> {
 
 fn gemv_file(format: MslFormat) -> MslFile {
     match format {
-        MslFormat::F32 | MslFormat::F16 => msl!("gemv_float"),
+        MslFormat::F32 => msl!("gemv_f32"),
+        MslFormat::F16 => msl!("gemv_f16"),
         MslFormat::Q8_0 => msl!("gemv_q8_0"),
         MslFormat::Q5_0 => msl!("gemv_q5_0"),
         MslFormat::Q4_K => msl!("gemv_q4_k"),
