@@ -8,6 +8,7 @@ pub mod bench;
 pub mod chat;
 pub mod compare;
 pub mod convert;
+pub mod generate;
 pub mod gguf;
 pub mod model;
 pub mod npy;

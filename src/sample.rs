@@ -37,60 +37,114 @@ pub struct Sampler {
     rng: SplitMix64,
 }
 
+/// One token's choice once the repeat penalty is applied: its settings and the uniform number
+/// in [0, 1) its draw uses. Backends choose by it (the op `Backend::sample`) exactly as
+/// [`Sampler::sample`] does on the host.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Draw {
+    pub temperature: f32,
+    pub top_k: usize,
+    pub top_p: f32,
+    pub min_p: f32,
+    pub repeat_penalty: f32,
+    pub uniform: f32,
+}
+
 impl Sampler {
     pub fn new(config: SamplerConfig) -> Sampler {
         let rng = SplitMix64(config.seed);
         Sampler { config, rng }
     }
 
-    /// Picks the next token id given the logits and the tokens so far (for the repeat penalty).
-    pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> u32 {
-        let mut logits = logits.to_vec();
-        self.apply_repeat_penalty(&mut logits, history);
-        if self.config.temperature <= 0.0 {
-            return argmax(&logits);
-        }
-        let mut candidates: Vec<(u32, f32)> = logits
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| l.is_finite())
-            .map(|(i, &l)| (i as u32, l / self.config.temperature))
-            .collect();
-        if candidates.is_empty() {
-            return argmax(&logits);
-        }
-        candidates.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        if self.config.top_k > 0 {
-            candidates.truncate(self.config.top_k);
-        }
-        let probs = softmax_sorted(&candidates);
-        let keep = kept_prefix(&probs, self.config.top_p, self.config.min_p);
-        let total: f32 = probs[..keep].iter().sum();
-        let mut target = self.rng.next_f32() * total;
-        for (i, p) in probs[..keep].iter().enumerate() {
-            if target < *p {
-                return candidates[i].0;
-            }
-            target -= p;
-        }
-        candidates[keep - 1].0
+    pub fn config(&self) -> &SamplerConfig {
+        &self.config
     }
 
-    fn apply_repeat_penalty(&self, logits: &mut [f32], history: &[u32]) {
-        let penalty = self.config.repeat_penalty;
-        if penalty == 1.0 || penalty <= 0.0 {
-            return;
-        }
-        let start = history.len().saturating_sub(self.config.repeat_window);
-        let mut seen: Vec<u32> = history[start..].to_vec();
-        seen.sort_unstable();
-        seen.dedup();
-        for id in seen {
-            if let Some(l) = logits.get_mut(id as usize) {
-                *l = if *l > 0.0 { *l / penalty } else { *l * penalty };
-            }
+    /// Greedy with no repeat penalty: the plain argmax of the logits.
+    pub fn is_argmax(&self) -> bool {
+        self.config.temperature <= 0.0 && !penalizes(self.config.repeat_penalty)
+    }
+
+    /// The settings of the next token's choice, taking a number from the generator when the
+    /// choice is a draw (temperature > 0), so that the host and a backend choosing by it use
+    /// the generator alike.
+    pub fn next_draw(&mut self) -> Draw {
+        let uniform = if self.config.temperature > 0.0 {
+            self.rng.next_f32()
+        } else {
+            0.0
+        };
+        Draw {
+            temperature: self.config.temperature,
+            top_k: self.config.top_k,
+            top_p: self.config.top_p,
+            min_p: self.config.min_p,
+            repeat_penalty: self.config.repeat_penalty,
+            uniform,
         }
     }
+
+    /// Picks the next token id given the logits and the tokens so far (for the repeat penalty).
+    pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> u32 {
+        let start = history.len().saturating_sub(self.config.repeat_window);
+        let draw = self.next_draw();
+        let mut logits = logits.to_vec();
+        apply_repeat_penalty(&mut logits, &history[start..], draw.repeat_penalty);
+        choose(&logits, &draw)
+    }
+}
+
+/// Whether a repeat penalty changes anything (1 is off; so is a non-positive one).
+pub fn penalizes(penalty: f32) -> bool {
+    penalty != 1.0 && penalty > 0.0
+}
+
+/// Divides positive (multiplies negative) logits of the ids in `recent` (each once) by
+/// `penalty`.
+pub fn apply_repeat_penalty(logits: &mut [f32], recent: &[u32], penalty: f32) {
+    if !penalizes(penalty) {
+        return;
+    }
+    let mut seen: Vec<u32> = recent.to_vec();
+    seen.sort_unstable();
+    seen.dedup();
+    for id in seen {
+        if let Some(l) = logits.get_mut(id as usize) {
+            *l = if *l > 0.0 { *l / penalty } else { *l * penalty };
+        }
+    }
+}
+
+/// The token `draw` chooses from (penalized) logits: with temperature ≤ 0 the [`argmax`], else
+/// a draw among the finite logits over temperature, cut to the top k, then by top-p and min-p.
+pub fn choose(logits: &[f32], draw: &Draw) -> u32 {
+    if draw.temperature <= 0.0 {
+        return argmax(logits);
+    }
+    let mut candidates: Vec<(u32, f32)> = logits
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.is_finite())
+        .map(|(i, &l)| (i as u32, l / draw.temperature))
+        .collect();
+    if candidates.is_empty() {
+        return argmax(logits);
+    }
+    candidates.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    if draw.top_k > 0 {
+        candidates.truncate(draw.top_k);
+    }
+    let probs = softmax_sorted(&candidates);
+    let keep = kept_prefix(&probs, draw.top_p, draw.min_p);
+    let total: f32 = probs[..keep].iter().sum();
+    let mut target = draw.uniform * total;
+    for (i, p) in probs[..keep].iter().enumerate() {
+        if target < *p {
+            return candidates[i].0;
+        }
+        target -= p;
+    }
+    candidates[keep - 1].0
 }
 
 /// The index of the largest logit; the lowest index wins ties, NaN never wins.

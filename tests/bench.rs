@@ -323,6 +323,21 @@ fn wgpu_row_is_included_when_an_adapter_exists() {
     assert!(lines[header].contains("pp8 tok/s") && lines[header].contains("pp16 tok/s"));
     assert!(lines[header + 1].starts_with("cpu "), "{stdout}");
     assert!(lines[header + 2].starts_with("wgpu "), "{stdout}");
+    // `qwen35 run`'s decode, greedy and sampled, for both.
+    for (row, name) in [
+        "cpu run --temp 0",
+        "cpu run --temp 0.7",
+        "wgpu run --temp 0",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(lines[header + 3 + row].starts_with(name), "{stdout}");
+    }
+    assert_eq!(
+        backend(&report, "wgpu").pointer("/run/run_path/1/flags"),
+        Some(&Value::from("--temp 0.7"))
+    );
     assert!(lines[header + 1].split_whitespace().any(|cell| cell == "-"));
     let cpu = backend(&report, "cpu");
     assert_eq!(cpu.pointer("/run/prefill/0/tokens"), Some(&Value::from(8)));
@@ -382,10 +397,12 @@ fn a_log_gets_one_line_per_measurement() {
     assert!(stderr.contains("benchmarking the tiny preset"), "{stderr}");
     assert!(!stderr.contains('\r'), "{stderr:?}");
     let measured: Vec<&str> = stderr.lines().filter(|l| l.starts_with("cpu: ")).collect();
-    assert_eq!(measured.len(), 3, "{stderr}");
+    assert_eq!(measured.len(), 5, "{stderr}");
     assert!(measured[0].starts_with("cpu: prefill 4 tokens: ") && measured[0].ends_with(" tok/s"));
     assert!(measured[1].starts_with("cpu: prefill 8 tokens: "));
     assert!(measured[2].starts_with("cpu: decode 2 tokens: "));
+    assert!(measured[3].starts_with("cpu: run --temp 0: ") && measured[3].ends_with(" tok/s"));
+    assert!(measured[4].starts_with("cpu: run --temp 0.7: "));
     // One run is a run, and sizes are in binary units.
     assert!(stdout.contains("of 1 run;"), "{stdout}");
     assert!(stdout.contains(" MiB"), "{stdout}");
@@ -420,5 +437,50 @@ fn a_software_rasterizer_is_named_before_the_run() {
         assert!(first_measurement.is_some_and(|m| m > warning), "{stderr}");
         // The tiny preset is quick even there: no size warning for it.
         assert!(!stderr.contains("very long"), "{stderr}");
+    }
+}
+
+/// `qwen35 run --temp 0` prints the text of the tokens bench's decode chooses (the prompt
+/// evaluated, its argmax, then `Engine::decode_greedy`), on the CPU and, where an adapter
+/// exists, on wgpu.
+#[test]
+fn run_at_temperature_zero_decodes_the_tokens_of_bench() {
+    use qwen35::model::{load_engine, BackendKind};
+    use qwen35::sample::argmax;
+    use qwen35::tokenizer::Tokenizer;
+    use std::sync::Arc;
+
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny-q8_0.gguf");
+    let prompt = "The capital of France is";
+    let n = 12;
+    let mut kinds = vec![BackendKind::Cpu];
+    if qwen35::backend::gpu::Wgpu::new().is_ok() {
+        kinds.push(BackendKind::Wgpu);
+    }
+    for kind in kinds {
+        let out = Command::new(env!("CARGO_BIN_EXE_qwen35"))
+            .args(["run", "-m", path, "--backend", kind.name(), "--temp", "0"])
+            .args(["-n", &n.to_string(), "--threads", "1", "-p", prompt])
+            .output()
+            .expect("qwen35 runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        let file = Arc::new(qwen35::gguf::GgufFile::open(path).unwrap());
+        let tokenizer = Tokenizer::from_gguf(&file).unwrap();
+        let ids = tokenizer.encode(prompt, true).unwrap();
+        let mut engine = load_engine(file, kind, 1, 256).unwrap();
+        let first = argmax(&engine.eval(&ids, false).unwrap());
+        let mut tokens = vec![first];
+        tokens.extend(engine.decode_greedy(first, n - 1, &mut |_| true).unwrap());
+        if let Some(end) = tokens.iter().position(|t| tokenizer.eos_ids().contains(t)) {
+            tokens.truncate(end);
+        }
+        assert!(tokens.len() > 3, "{kind}: {tokens:?}");
+        assert_eq!(stdout, tokenizer.decode(&tokens) + "\n", "{kind}");
     }
 }

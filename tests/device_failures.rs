@@ -1,6 +1,6 @@
 //! A backend running out of memory, or the GPU being lost: an error that names the cause, a
 //! non-zero exit from the CLI, and no hang or abort. Out of memory is provoked with the backend's memory limit
-//! (`QWEN35_GPU_MEMORY_LIMIT`), which fails an allocation exactly as a full device does; a lost
+//! (`--gpu-memory-limit`), which fails an allocation exactly as a full device does; a lost
 //! device by destroying it under a loaded model. Skipped without an adapter unless
 //! QWEN35_REQUIRE_GPU=1.
 
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use qwen35::backend::gpu::{Wgpu, MEMORY_LIMIT_VAR};
+use qwen35::backend::gpu::Wgpu;
 use qwen35::gguf::GgufFile;
 use qwen35::model::{Config, Engine, ModelError, Session};
 
@@ -34,9 +34,10 @@ fn run_with_limit(limit: u64, ctx: usize) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_qwen35"))
         .args(["run", "--backend", "wgpu", "-p", "hi", "-n", "2", "--ctx"])
         .arg(ctx.to_string())
+        .arg("--gpu-memory-limit")
+        .arg(limit.to_string())
         .arg("-m")
         .arg(fixture())
-        .env(MEMORY_LIMIT_VAR, limit.to_string())
         .output()
         .expect("qwen35 runs");
     (

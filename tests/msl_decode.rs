@@ -13,11 +13,11 @@ mod msl_sim;
 
 use std::io::Write;
 
-use msl_sim::backend::SimMetal;
+use msl_sim::backend::{sim_metal, SimMetal};
 use msl_sim::Order;
 use qwen35::backend::gpu::Wgpu;
-use qwen35::backend::Backend;
-use qwen35::model::{Config, Engine, Session};
+use qwen35::backend::{Backend, BackendError};
+use qwen35::model::{Config, Engine, ModelError, Session};
 
 const GREEDY: usize = 32;
 const MIN_COSINE: f64 = 0.9999;
@@ -28,7 +28,7 @@ fn simulated_engine(
     max_part_rows: usize,
 ) -> Session<SimMetal> {
     let config = Config::from_gguf(&fixture.file).expect("config");
-    let backend = SimMetal::new(order, max_part_rows);
+    let backend = sim_metal(order, max_part_rows);
     Session::new(backend, &fixture.file, config, 256).expect("load")
 }
 
@@ -138,5 +138,39 @@ fn msl_decode_step_takes_no_more_dispatches_than_wgpu() {
             "{}: {metal_dispatches} MSL dispatches per step against wgpu's {wgpu_dispatches}",
             fixture.variant
         );
+    }
+}
+
+/// The typed error of the device, where a backend that forgot to ask the device would return
+/// empty logits or token 0.
+fn assert_device_error(result: Result<impl std::fmt::Debug, ModelError>, cause: &str) {
+    match result {
+        Err(ModelError::Backend(BackendError::Device(message))) => {
+            assert!(message.contains(cause), "{message}")
+        }
+        other => panic!("expected the device's error ({cause}), got {other:?}"),
+    }
+}
+
+/// Faults planted in the simulated device surface through the Metal backend's glue as the
+/// device's typed error: a lost device fails the next token, a failed readback fails eval and
+/// greedy decoding instead of handing back no logits.
+#[test]
+fn faults_of_the_simulated_metal_device_are_typed_errors() {
+    let fixture = &decode_check::fixtures()[0];
+    let prompt = &fixture.prompt;
+    let plants: [(&str, fn(&SimMetal)); 2] = [
+        ("lost", |metal| metal.device().memory.lose_device()),
+        ("readback", |metal| metal.device().memory.fail_readbacks()),
+    ];
+    for (cause, plant) in plants {
+        let mut engine = simulated_engine(fixture, Order::Forward, usize::MAX);
+        engine
+            .eval(&prompt[..1], false)
+            .expect("a healthy device evaluates");
+        plant(engine.backend());
+        assert_device_error(engine.eval(&prompt[1..2], false), cause);
+        assert_device_error(engine.decode_greedy(prompt[2], 4, &mut |_| true), cause);
+        assert!(engine.snapshot().is_err(), "{cause}");
     }
 }

@@ -39,7 +39,7 @@ fn plain_gpu() -> &'static Wgpu {
     PLAIN.get_or_init(|| Wgpu::without_subgroups().expect("the adapter opened once already"))
 }
 
-/// The GPU with the decode GEMVs on f32 activations (`QWEN35_INTEGER_GEMV=0`).
+/// The GPU with the decode GEMVs on f32 activations (`--f32-gemv`).
 fn f32_activations_gpu() -> &'static Wgpu {
     static F32: OnceLock<Wgpu> = OnceLock::new();
     F32.get_or_init(|| {
@@ -1605,6 +1605,23 @@ fn argmax_takes_the_lowest_index_of_the_largest_across_chunks() {
     // One chunk: a single pass.
     let small = gpu.upload(1, 5, &[1.0, 3.0, -2.0, 3.0, 0.5]).unwrap();
     assert_eq!(read_all(gpu, &gpu.argmax(&small).unwrap()), vec![1.0]);
+    // The host's rule where no value is a number or all are -inf: NaN loses even to -inf, and
+    // a row of NaN gives its last index (in one chunk and across chunks, one of them all NaN).
+    let mut nan_chunk = vec![f32::NAN; 9000];
+    nan_chunk[8500] = f32::NEG_INFINITY;
+    for row in [
+        vec![f32::NAN; 7],
+        vec![f32::NAN; 9000],
+        vec![f32::NEG_INFINITY, f32::NAN, f32::NEG_INFINITY],
+        vec![f32::NEG_INFINITY; 5000],
+        nan_chunk,
+    ] {
+        let got = gpu
+            .argmax(&gpu.upload(1, row.len(), &row).unwrap())
+            .unwrap();
+        let want = qwen35::sample::argmax(&row) as f32;
+        assert_eq!(read_all(gpu, &got), vec![want], "{} values", row.len());
+    }
 }
 
 /// Greedy decoding with the argmax and the token ids kept on the GPU gives the tokens of the
@@ -1655,4 +1672,84 @@ fn decode_greedy_on_the_gpu_matches_the_host_loop_on_the_cpu() {
             .unwrap();
         assert_eq!(got.last(), Some(&want[5]), "{name}");
     }
+}
+
+/// Sampling on the GPU (the repeat penalty, the top k across chunks of the vocabulary, the draw)
+/// chooses the ids the host sampler chooses from the same seed, step by step, with the recent
+/// ids kept on the GPU. The logits put the recent tokens on top (so the penalty decides), and
+/// hold NaN and -inf, which are never chosen.
+#[test]
+fn sampling_on_the_gpu_chooses_what_the_host_sampler_chooses() {
+    use qwen35::sample::{Sampler, SamplerConfig};
+    let Some(gpu) = gpu() else { return };
+    let cols = 9000;
+    let configs = [
+        SamplerConfig {
+            temperature: 0.7,
+            top_k: 20,
+            top_p: 0.8,
+            seed: 1,
+            ..Default::default()
+        },
+        SamplerConfig {
+            temperature: 1.5,
+            top_k: 64,
+            min_p: 0.05,
+            seed: 2,
+            ..Default::default()
+        },
+        SamplerConfig {
+            temperature: 1.0,
+            top_k: 5,
+            repeat_penalty: 1.3,
+            repeat_window: 8,
+            seed: 3,
+            ..Default::default()
+        },
+        SamplerConfig {
+            temperature: 0.0,
+            repeat_penalty: 2.0,
+            repeat_window: 4,
+            ..Default::default()
+        },
+    ];
+    let mut rng = Rng::new(21);
+    let mut draws = 0;
+    for config in configs {
+        let mut host = Sampler::new(config.clone());
+        let mut device = Sampler::new(config.clone());
+        let window = config.repeat_window;
+        let mut history: Vec<u32> = vec![3, 8000, 3];
+        let mut recent_ids = vec![-1.0f32; window];
+        for (slot, &t) in history.iter().enumerate() {
+            recent_ids[slot] = t as f32;
+        }
+        let recent = gpu.upload(window, 1, &recent_ids).unwrap();
+        let mut slot = history.len() % window;
+        let mut chosen = std::collections::BTreeSet::new();
+        for step in 0..60 {
+            let mut logits: Vec<f32> = (0..cols).map(|_| 4.0 * rng.next()).collect();
+            for &t in history.iter().rev().take(3) {
+                logits[t as usize] = 5.0 + rng.next();
+            }
+            logits[(step * 97) % cols] = f32::NAN;
+            logits[(step * 13 + 5) % cols] = f32::NEG_INFINITY;
+            let want = host.sample(&logits, &history);
+            let draw = device.next_draw();
+            let x = gpu.upload(1, cols, &logits).unwrap();
+            let got = gpu.sample(&x, &recent, slot, &draw).unwrap();
+            assert_eq!(
+                read_all(gpu, &got),
+                vec![want as f32],
+                "{config:?}, step {step}"
+            );
+            slot = (slot + 1) % window;
+            history.push(want);
+            chosen.insert(want);
+            draws += 1;
+        }
+        // The draws spread over several tokens (the test would pass trivially otherwise).
+        assert!(chosen.len() > 5, "{config:?}: {chosen:?}");
+    }
+    assert_eq!(draws, 240);
 }

@@ -55,18 +55,33 @@ fn every_kernel_validates() {
 
 #[test]
 fn every_wgsl_file_is_used() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/wgsl");
-    let on_disk: BTreeSet<String> = std::fs::read_dir(dir)
-        .expect("wgsl/ is readable")
-        .map(|entry| {
-            entry
-                .expect("directory entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .filter(|name| name.ends_with(".wgsl"))
-        .collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("wgsl");
+    let wgsl_in = |folder: &str| -> BTreeSet<String> {
+        std::fs::read_dir(root.join(folder))
+            .expect("wgsl/ is readable")
+            .map(|entry| {
+                let name = entry.expect("directory entry").file_name();
+                format!("{folder}/{}", name.to_string_lossy())
+            })
+            .filter(|name| name.ends_with(".wgsl"))
+            .collect()
+    };
+    // Kernels (with an entry point) in wgsl/kernels/, the fragments they include in wgsl/lib/.
+    let kernels = wgsl_in("kernels");
+    let fragments = wgsl_in("lib");
+    assert!(
+        wgsl_in(".").is_empty(),
+        "WGSL files outside kernels/ and lib/"
+    );
+    for name in kernels.iter().chain(&fragments) {
+        let source = std::fs::read_to_string(root.join(name)).expect("readable");
+        assert_eq!(
+            source.contains("@compute"),
+            name.starts_with("kernels/"),
+            "{name}: an entry point belongs in wgsl/kernels/, a fragment in wgsl/lib/"
+        );
+    }
+    let on_disk: BTreeSet<String> = kernels.union(&fragments).cloned().collect();
     let used: BTreeSet<String> = kernel_sources()
         .iter()
         .flat_map(|k| k.files.iter().map(|f| f.to_string()))

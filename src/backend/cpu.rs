@@ -7,9 +7,13 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{checks, AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape, OpTiming};
+use super::{
+    checks, rms_norm_matmul_each, sample_on_host, AttentionShape, Backend, BackendError,
+    BackendStats, DeltaNetShape, OpTiming, PendingRead,
+};
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::quant::{self, GgmlType};
+use crate::sample::Draw;
 
 pub struct CpuBackend {
     pool: rayon::ThreadPool,
@@ -1187,6 +1191,33 @@ impl Backend for CpuBackend {
                 .map_or(Ok(()), |e| Err(BackendError::Device(e))),
             Err(_) => Err(BackendError::Device("allocation record poisoned".into())),
         }
+    }
+
+    fn sample(
+        &self,
+        logits: &mut CpuTensor,
+        recent: &mut CpuTensor,
+        slot: usize,
+        draw: &Draw,
+    ) -> Result<CpuTensor, BackendError> {
+        sample_on_host(self, logits, recent, slot, draw)
+    }
+
+    /// The CPU computes each op at once: there is nothing to wait for.
+    fn synchronize(&self) {}
+
+    fn start_read(&self, x: &CpuTensor) -> PendingRead {
+        PendingRead::ready(self.read_rows(x, 0, x.rows))
+    }
+
+    fn rms_norm_matmuls<const N: usize>(
+        &self,
+        x: &CpuTensor,
+        norm: &CpuTensor,
+        eps: f32,
+        ws: [&CpuWeight; N],
+    ) -> Result<[CpuTensor; N], BackendError> {
+        rms_norm_matmul_each(self, x, norm, eps, ws)
     }
 
     fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {

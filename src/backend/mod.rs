@@ -1,4 +1,4 @@
-//! The op set the model is written against ([`crate::model::forward`]).
+//! The op set the model is written against (`src/model/forward.rs`).
 //!
 //! A backend implements these ops and owns no model logic. Activations are opaque
 //! [`Backend::Tensor`]s: f32 matrices of `rows` (tokens, heads, cache slots) × `cols`. On the CPU an
@@ -8,12 +8,16 @@
 
 pub mod cpu;
 pub mod gpu;
+mod kind;
 pub mod metal;
+
+pub use kind::{BackendKind, BackendOptions, UnknownBackend};
 
 use std::sync::Arc;
 
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::quant::QuantError;
+use crate::sample::Draw;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
@@ -202,11 +206,9 @@ pub trait Backend: Send + Sync {
     ) -> Result<(), BackendError>;
 
     /// Like [`Backend::read_rows`] of every row, but returns at once; the backend goes on with
-    /// later work while the copy is under way.
-    fn start_read(&self, x: &Self::Tensor) -> PendingRead {
-        let rows = self.dims(x).0;
-        PendingRead::ready(self.read_rows(x, 0, rows))
-    }
+    /// later work while the copy is under way. A failed copy yields no values and leaves its
+    /// error in [`Backend::status`].
+    fn start_read(&self, x: &Self::Tensor) -> PendingRead;
 
     /// Row `tokens[t]` of `table`, dequantized, for each t.
     fn embed(&self, table: &Self::Weight, tokens: &[u32]) -> Result<Self::Tensor, BackendError>;
@@ -236,6 +238,18 @@ pub trait Backend: Send + Sync {
             .collect();
         self.upload(rows, 1, &best)
     }
+    /// The next token from `logits` (one row, which the op may change) as
+    /// [`crate::sample::Sampler::sample`] chooses it: the repeat penalty on the ids in `recent`
+    /// (a column of exact f32 ids, negative where empty), then `draw`. The id is also written to
+    /// row `slot` of `recent`, and returned as a 1×1 tensor that stays on the backend, as
+    /// [`Backend::argmax`]'s does.
+    fn sample(
+        &self,
+        logits: &mut Self::Tensor,
+        recent: &mut Self::Tensor,
+        slot: usize,
+        draw: &Draw,
+    ) -> Result<Self::Tensor, BackendError>;
     /// `y = x · Wᵀ` for every row of x.
     fn matmul(&self, x: &Self::Tensor, w: &Self::Weight) -> Result<Self::Tensor, BackendError>;
     /// `rms_norm(x, norm, eps) · Wᵀ`: a projection of the normed residual stream.
@@ -249,20 +263,14 @@ pub trait Backend: Send + Sync {
         self.matmul(&self.rms_norm(x, norm, eps)?, w)
     }
     /// [`Backend::rms_norm_matmul`] through each weight: the projections of one normed input, which
-    /// a backend may run together.
+    /// a backend may run together ([`rms_norm_matmul_each`] where it does not).
     fn rms_norm_matmuls<const N: usize>(
         &self,
         x: &Self::Tensor,
         norm: &Self::Tensor,
         eps: f32,
         ws: [&Self::Weight; N],
-    ) -> Result<[Self::Tensor; N], BackendError> {
-        let mut ys = Vec::with_capacity(N);
-        for w in ws {
-            ys.push(self.rms_norm_matmul(x, norm, eps, w)?);
-        }
-        Ok(one_per_weight(ys))
-    }
+    ) -> Result<[Self::Tensor; N], BackendError>;
     /// `acc += x · Wᵀ`: a projection added to the residual stream.
     fn matmul_add(
         &self,
@@ -453,28 +461,76 @@ pub trait Backend: Send + Sync {
         eps: f32,
     ) -> Result<Self::Tensor, BackendError>;
 
+    // The glue below has no defaults: a backend that wraps another (or a device) must say what
+    // each one does, so none can silently report a lost device as healthy or block a read.
+
     /// The failure that stopped the backend, if any. Ops that cannot return one (`zeros`,
-    /// `read_rows`) leave it here: a device that ran out of memory or was lost.
-    fn status(&self) -> Result<(), BackendError> {
-        Ok(())
-    }
+    /// `read_rows`, [`PendingRead::wait`]) leave it here: a device that ran out of memory or was
+    /// lost, a readback that failed.
+    fn status(&self) -> Result<(), BackendError>;
 
     /// Waits until the work recorded so far has run (a GPU backend records ops and runs them at
-    /// a readback); the profile calls it to time a readback apart from the work before it.
-    fn synchronize(&self) {}
+    /// a readback; the CPU has nothing to wait for); the profile calls it to time a readback
+    /// apart from the work before it.
+    fn synchronize(&self);
 
     /// Runs `work`, a whole forward of ops, where this backend starts ops most cheaply. The CPU
     /// runs it on one of its worker threads: an op's parallel loop started from any other
     /// thread hands the loop to the pool and sleeps until it is done, and on a virtual machine
     /// each such wake-up costs tens of microseconds, hundreds of times a token.
-    fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
-        work()
-    }
+    fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R;
 
     /// Turns per-op-class timing on or off (off costs nothing).
-    fn set_profiling(&self, _on: bool) {}
+    fn set_profiling(&self, on: bool);
     /// The counters since the last call, which resets them.
-    fn take_stats(&self) -> BackendStats {
-        BackendStats::default()
+    fn take_stats(&self) -> BackendStats;
+}
+
+/// [`Backend::sample`] on the host: the logits and `recent` read back, the token chosen by
+/// [`crate::sample::choose`], and its id written to `recent` and uploaded.
+pub fn sample_on_host<B: Backend + ?Sized>(
+    backend: &B,
+    logits: &B::Tensor,
+    recent: &mut B::Tensor,
+    slot: usize,
+    draw: &Draw,
+) -> Result<B::Tensor, BackendError> {
+    let (rows, cols) = backend.dims(logits);
+    let window = backend.dims(recent);
+    if rows != 1 || window.1 != 1 || slot >= window.0 {
+        return Err(BackendError::Shape {
+            op: "sample",
+            detail: format!(
+                "logits {rows}×{cols}, recent ids {}×{} at row {slot}",
+                window.0, window.1
+            ),
+        });
     }
+    let mut values = backend.read_rows(logits, 0, 1);
+    let recent_ids: Vec<u32> = backend
+        .read_rows(recent, 0, window.0)
+        .iter()
+        .filter(|&&id| id >= 0.0)
+        .map(|&id| id as u32)
+        .collect();
+    backend.status()?;
+    crate::sample::apply_repeat_penalty(&mut values, &recent_ids, draw.repeat_penalty);
+    let id = crate::sample::choose(&values, draw) as f32;
+    backend.write_rows(recent, slot, &[id])?;
+    backend.upload(1, 1, &[id])
+}
+
+/// [`Backend::rms_norm_matmuls`] as one [`Backend::rms_norm_matmul`] per weight.
+pub fn rms_norm_matmul_each<B: Backend + ?Sized, const N: usize>(
+    backend: &B,
+    x: &B::Tensor,
+    norm: &B::Tensor,
+    eps: f32,
+    ws: [&B::Weight; N],
+) -> Result<[B::Tensor; N], BackendError> {
+    let mut ys = Vec::with_capacity(N);
+    for w in ws {
+        ys.push(backend.rms_norm_matmul(x, norm, eps, w)?);
+    }
+    Ok(one_per_weight(ys))
 }

@@ -7,12 +7,17 @@ use std::time::Instant;
 use super::table::spread;
 use super::traffic::{peak_rss_bytes, reset_peak_rss};
 use super::{
-    BackendReport, BackendRun, DecodeResult, OpProfile, OpRow, Peak, PrefillResult, Profile, Spread,
+    BackendReport, BackendRun, DecodeResult, OpProfile, OpRow, Peak, PrefillResult, Profile,
+    RunPathResult, Spread,
 };
-use crate::backend::{BackendStats, OpTiming};
+use crate::backend::gpu::GpuOptions;
+use crate::backend::{BackendOptions, BackendStats, OpTiming};
+use crate::generate::{generate, Limits, StopReason};
 use crate::gguf::GgufFile;
 use crate::model::forward::SkipLayers;
-use crate::model::{load_engine, BackendKind, Engine, ModelError};
+use crate::model::{load_engine_with, BackendKind, Engine, ModelError};
+use crate::sample::{argmax, Sampler, SamplerConfig};
+use crate::tokenizer::Tokenizer;
 use crate::units::count;
 
 /// What to measure on each backend.
@@ -30,6 +35,8 @@ pub struct BenchOptions {
     pub skip: SkipLayers,
     /// Seed of the random prompt tokens.
     pub seed: u64,
+    /// The GPU backends' settings.
+    pub gpu: GpuOptions,
 }
 
 /// Tokens prefilled before decode is timed, so decode does not start from an empty state.
@@ -77,7 +84,11 @@ fn measure(
     progress(BenchEvent::Starting(&format!("{kind}: loading")));
     reset_peak_rss();
     let started = Instant::now();
-    let mut engine = load_engine(Arc::clone(file), kind, opts.threads, ctx)?;
+    let options = BackendOptions {
+        threads: opts.threads,
+        gpu: opts.gpu.clone(),
+    };
+    let mut engine = load_engine_with(Arc::clone(file), kind, &options, ctx)?;
     let load_seconds = started.elapsed().as_secs_f64();
     engine.set_skip(opts.skip);
     let mut prompts = RandomTokens::new(opts.seed, engine.config().vocab);
@@ -139,6 +150,40 @@ fn measure(
         count(decode_tokens, "token"),
         spread(Spread::of(&tok_per_s))
     )));
+    let run_path = match Tokenizer::from_gguf(file) {
+        Ok(tokenizer) => run_path_sampling()
+            .iter()
+            .map(|(flags, config)| {
+                progress(BenchEvent::Starting(&format!(
+                    "{kind}: run {flags}, {}",
+                    count(decode_tokens, "token")
+                )));
+                let rates = (0..repeats)
+                    .map(|_| {
+                        engine.reset();
+                        let prompt = prompts.take(DECODE_PROMPT);
+                        run_path_rate(engine.as_mut(), &tokenizer, config, &prompt, decode_tokens)
+                    })
+                    .collect::<Result<Vec<f64>, ModelError>>()?;
+                progress(BenchEvent::Measured(&format!(
+                    "{kind}: run {flags}: {} tok/s",
+                    spread(Spread::of(&rates))
+                )));
+                Ok(RunPathResult {
+                    flags: flags.to_string(),
+                    tokens: decode_tokens,
+                    tok_per_s: Spread::of(&rates),
+                })
+            })
+            .collect::<Result<Vec<_>, ModelError>>()?,
+        Err(e) => {
+            progress(BenchEvent::Measured(&format!(
+                "{kind}: no run-path rows: {e}"
+            )));
+            Vec::new()
+        }
+    };
+
     progress(BenchEvent::Starting(&format!("{kind}: profiled pass")));
     // Without --profile the pass only counts dispatches, on one token.
     let (profile_prompt, profile_tokens) = if opts.profile {
@@ -189,7 +234,52 @@ fn measure(
         dispatches_per_token,
         submits_per_token,
         profile,
+        run_path,
     })
+}
+
+/// `qwen35 run`'s settings for the run-path rows: greedy, and the CLI's default sampling
+/// (temperature 0.7, top-k 20, top-p 0.8), seeded.
+fn run_path_sampling() -> [(&'static str, SamplerConfig); 2] {
+    let with_temperature = |temperature| SamplerConfig {
+        temperature,
+        top_k: 20,
+        top_p: 0.8,
+        seed: 1,
+        ..SamplerConfig::default()
+    };
+    [
+        ("--temp 0", with_temperature(0.0)),
+        ("--temp 0.7", with_temperature(0.7)),
+    ]
+}
+
+/// Decode tok/s of [`generate`] after `prompt`, `tokens` at most (fewer where the model ends
+/// the text).
+fn run_path_rate(
+    engine: &mut dyn Engine,
+    tokenizer: &Tokenizer,
+    config: &SamplerConfig,
+    prompt: &[u32],
+    tokens: usize,
+) -> Result<f64, ModelError> {
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let generation = generate(
+        engine,
+        tokenizer,
+        &mut Sampler::new(config.clone()),
+        prompt,
+        &mut Vec::new(),
+        Limits {
+            max_new_tokens: tokens,
+            interrupt: &never,
+        },
+        |_| {},
+    )?;
+    // The end-of-text token, if one stopped it, was chosen too.
+    let ended = matches!(generation.stop, StopReason::EndOfGeneration(_));
+    let chosen = generation.decode_tokens + usize::from(ended);
+    Ok(chosen.max(1) as f64 / generation.decode_secs.max(f64::MIN_POSITIVE))
 }
 
 /// Prefills `prompt` from an empty state, then decodes `tokens` greedily, with profiling on;
@@ -254,15 +344,6 @@ fn op_profile(stats: &BackendStats, tokens: usize) -> OpProfile {
         .collect();
     ops.sort_by(|a, b| b.ms.total_cmp(&a.ms));
     OpProfile { tokens, ops }
-}
-
-/// The most likely next token.
-fn argmax(logits: &[f32]) -> u32 {
-    logits
-        .iter()
-        .enumerate()
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .map_or(0, |(i, _)| i as u32)
 }
 
 /// Uniform random token ids (splitmix64): prompts whose content does not matter to the speed.

@@ -93,6 +93,19 @@ pub struct BackendRun {
     pub dispatches_per_token: Option<f64>,
     pub submits_per_token: Option<f64>,
     pub profile: Option<Profile>,
+    /// Decode through `qwen35 run`'s loop ([`crate::generate::generate`]), greedy and sampled;
+    /// empty where the model has no tokenizer.
+    pub run_path: Vec<RunPathResult>,
+}
+
+/// Decode speed of `qwen35 run` with one sampling setting, as `-n` tokens after the same
+/// 16-token prompt as the decode column.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunPathResult {
+    /// The `run` flags, e.g. "--temp 0".
+    pub flags: String,
+    pub tokens: usize,
+    pub tok_per_s: Spread,
 }
 
 impl Report {

@@ -36,11 +36,19 @@ pub fn render_table(report: &Report) -> String {
         "peak RSS (process)".into(),
     ]);
     let mut rows = vec![header];
+    // `qwen35 run`'s decode under the backends' rows, in the tg column.
+    let mut run_rows = Vec::new();
     let mut notes = Vec::new();
     for backend in &report.backends {
         match (&backend.run, &backend.error) {
             (Some(run), _) => {
                 rows.push(backend_row(&backend.backend, run, &columns_of_prefill));
+                for path in &run.run_path {
+                    let mut row = vec![format!("{} run {}", backend.backend, path.flags)];
+                    row.resize(2 + columns_of_prefill.len(), String::new());
+                    row.push(spread(path.tok_per_s));
+                    run_rows.push(row);
+                }
                 notes.push(peak_note(&backend.backend, run));
                 if common_decode.is_none() {
                     notes.push(format!(
@@ -57,6 +65,7 @@ pub fn render_table(report: &Report) -> String {
             )),
         }
     }
+    rows.extend(run_rows);
     out.push_str(&columns(&rows));
     out.push('\n');
     if rows.iter().flatten().any(|cell| cell == NOT_RUN) {
@@ -70,6 +79,7 @@ pub fn render_table(report: &Report) -> String {
     }
     out.push_str(&format!(
         "tok/s and ms/tok: median [min..max] of {}; prefill from an empty state, decode greedy after a 16-token prompt (argmax on the backend, each step queued before the previous token is read).\n\
+         BACKEND run FLAGS: decode tok/s of `qwen35 run FLAGS` (its loop, src/generate.rs: --temp 0.7 is top-k 20, top-p 0.8, seed 1, drawn on the backend) after a 16-token prompt.\n\
          peak RSS: the whole process's high-water mark (VmHWM) while each backend ran; GPU memory is not in it.\n\
          disp/tok, submits/tok: counted on the timed decode runs (the CPU, which counts only while profiling: on a separate profiled pass).\n",
         count(report.repeats, "run")

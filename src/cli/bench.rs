@@ -1,7 +1,7 @@
 //! `qwen35 bench`: the backend comparison benchmark (prefill, decode, roofline, profile) on a
 //! model file or a synthetic one, and `qwen35 bench gemv`, the GEMV microbenchmark.
 
-use super::{at_least_one, cpu_threads, open_gguf, parse_backend};
+use super::{at_least_one, cpu_threads, open_gguf, parse_backend, GpuArgs};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use qwen35::backend::cpu::{CpuBackend, CpuMode};
@@ -131,6 +131,8 @@ struct ModelBenchArgs {
     /// CPU threads (default: all cores); also used by the bandwidth probe.
     #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     threads: Option<usize>,
+    #[command(flatten)]
+    gpu: GpuArgs,
     /// Write every number as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -171,6 +173,8 @@ struct GemvArgs {
     /// CPU threads (default: all cores).
     #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     threads: Option<usize>,
+    #[command(flatten)]
+    gpu: GpuArgs,
     /// Write the numbers as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -210,6 +214,7 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
         profile: args.profile,
         skip,
         seed: args.seed,
+        gpu: args.gpu.options(),
     };
 
     let mut probed: Option<f64> = None;
@@ -301,7 +306,7 @@ fn run_gemv_bench(args: GemvArgs) -> anyhow::Result<()> {
             run_gemv(&cpu, args.backend.name(), &opts)?
         }
         BackendKind::Wgpu => {
-            let gpu = Wgpu::new()?;
+            let gpu = Wgpu::with_options(&args.gpu.options())?;
             run_gemv(
                 &gpu,
                 &format!("wgpu ({})", gpu.adapter_description()),
@@ -309,7 +314,7 @@ fn run_gemv_bench(args: GemvArgs) -> anyhow::Result<()> {
             )?
         }
         BackendKind::Metal => {
-            let metal = Metal::new()?;
+            let metal = Metal::with_options(&args.gpu.options())?;
             run_gemv(
                 &metal,
                 &format!("metal ({})", metal.adapter_description()),

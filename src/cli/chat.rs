@@ -4,11 +4,11 @@
 //! chooses between a fresh context (the system prompt, if any, is kept and prefilled again) and
 //! stopping. Lines that start with '/' are commands (/help lists them), never sent to the model.
 
-use super::generate::{generate, Limits, StopReason};
 use super::{at_least_one, load, load_chat_template, prompt_cache_file, EngineArgs, SamplingArgs};
 use anyhow::Context;
 use clap::Args;
 use qwen35::chat::{tokenize_at_boundaries, ChatTemplate, Message, RenderOptions, Role};
+use qwen35::generate::{generate, Limits, StopReason};
 use qwen35::model::Engine;
 use qwen35::prefix_cache::{prefill_boundaries, PrefixCache};
 use qwen35::sample::Sampler;
@@ -171,11 +171,10 @@ impl Conversation {
 
 pub fn run(args: ChatArgs) -> anyhow::Result<()> {
     let interrupt = Interrupt::install()?;
-    eprintln!(
-        "loading {} on {}",
-        args.engine.model.display(),
-        args.engine.backend
-    );
+    match args.engine.backend {
+        Some(backend) => eprintln!("loading {} on {backend}", args.engine.model.display()),
+        None => eprintln!("loading {}", args.engine.model.display()),
+    }
     let (tokenizer, engine) = load(&args.engine)?;
     let template = load_chat_template(&args.engine.model)?;
     let prompt_file = prompt_cache_file(args.prompt_cache.as_ref(), &args.engine.model)?;
@@ -293,6 +292,7 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
                     let _ = stdout.flush();
                 },
             )
+            .map_err(anyhow::Error::from)
         });
         interrupt.enter(Phase::Prompting);
         let generation = result?;

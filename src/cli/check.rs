@@ -7,11 +7,12 @@
 //! `QWEN35_REQUIRE_GPU=1`. A device that exists and then fails (out of memory, a kernel that does
 //! not build, a lost device) is always a FAIL.
 
-use super::{open_gguf, parse_backend, parse_token_ids};
+use super::{at_least_one, cpu_threads, open_gguf, parse_backend, parse_token_ids, GpuArgs};
 use anyhow::Context;
 use clap::Args;
+use qwen35::backend::BackendOptions;
 use qwen35::compare::{compare_logits, Agreement};
-use qwen35::model::{load_engine, BackendKind, Engine, ModelError};
+use qwen35::model::{load_engine_with, BackendKind, Engine, ModelError};
 use qwen35::npy;
 use qwen35::sample::argmax;
 use serde::Deserialize;
@@ -41,8 +42,10 @@ pub struct CheckArgs {
     #[arg(long, default_value_t = 32)]
     greedy: usize,
     /// Threads of the CPU backends (default: all cores).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     threads: Option<usize>,
+    #[command(flatten)]
+    gpu: GpuArgs,
 }
 
 /// tests/fixtures/golden.json, as written by scripts/make_fixture.py.
@@ -102,11 +105,10 @@ fn bounds(backend: BackendKind, weights: &str) -> Bounds {
 }
 
 pub fn run(args: CheckArgs) -> anyhow::Result<()> {
-    let threads = args.threads.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
+    let options = BackendOptions {
+        threads: cpu_threads(args.threads),
+        gpu: args.gpu.options(),
+    };
     let policy = SkipPolicy {
         named: args.backend.is_some(),
         require_gpu: std::env::var("QWEN35_REQUIRE_GPU").as_deref() == Ok("1"),
@@ -122,7 +124,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<()> {
         .collect();
     let mut table = Table::default();
     match &args.model {
-        None => check_fixtures(&args, &checked, policy, threads, &mut table)?,
+        None => check_fixtures(&args, &checked, policy, &options, &mut table)?,
         Some(path) => {
             anyhow::ensure!(
                 !checked.is_empty(),
@@ -139,7 +141,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<()> {
                 &checked,
                 policy,
                 args.greedy,
-                threads,
+                &options,
                 &mut table,
             )?
         }
@@ -195,7 +197,7 @@ fn check_fixtures(
     args: &CheckArgs,
     checked: &[BackendKind],
     policy: SkipPolicy,
-    threads: usize,
+    options: &BackendOptions,
     table: &mut Table,
 ) -> anyhow::Result<()> {
     let dir = fixture_dir(args);
@@ -225,7 +227,7 @@ fn check_fixtures(
             BackendKind::Cpu,
             &golden.prompt_ids,
             greedy_len,
-            threads,
+            options,
         ) {
             Ok(cpu) if shape != [golden.prompt_ids.len(), cpu.vocab] => {
                 table.fail(
@@ -252,7 +254,7 @@ fn check_fixtures(
                 table.skip(label, "the CPU reference did not run".into());
                 continue;
             };
-            let result = run_backend(&file, backend, &golden.prompt_ids, greedy_len, threads);
+            let result = run_backend(&file, backend, &golden.prompt_ids, greedy_len, options);
             table.judge(
                 label,
                 backend,
@@ -272,15 +274,15 @@ fn check_model(
     checked: &[BackendKind],
     policy: SkipPolicy,
     greedy: usize,
-    threads: usize,
+    options: &BackendOptions,
     table: &mut Table,
 ) -> anyhow::Result<()> {
     let file = open_gguf(path)?;
-    let reference = run_backend(&file, BackendKind::Cpu, prompt, greedy, threads)
+    let reference = run_backend(&file, BackendKind::Cpu, prompt, greedy, options)
         .with_context(|| format!("the CPU reference on {}", path.display()))?;
     table.print_header(checked, &[MODEL_FILE]);
     for &backend in checked {
-        let result = run_backend(&file, backend, prompt, greedy, threads);
+        let result = run_backend(&file, backend, prompt, greedy, options);
         let label = format!("{backend} vs cpu");
         table.judge(
             label,
@@ -319,9 +321,9 @@ fn run_backend(
     backend: BackendKind,
     prompt: &[u32],
     greedy: usize,
-    threads: usize,
+    options: &BackendOptions,
 ) -> Result<BackendRun, ModelError> {
-    let mut engine = load_engine(Arc::clone(file), backend, threads, 4096)?;
+    let mut engine = load_engine_with(Arc::clone(file), backend, options, 4096)?;
     let vocab = engine.config().vocab;
     if let Some(&token) = prompt.iter().find(|&&id| id as usize >= vocab) {
         return Err(ModelError::TokenOutOfRange { token, vocab });

@@ -5,7 +5,6 @@ mod chat;
 mod check;
 mod convert;
 mod eval;
-mod generate;
 mod info;
 mod quantize;
 mod run;
@@ -15,9 +14,11 @@ mod tokenize;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use qwen35::backend::gpu::GpuOptions;
+use qwen35::backend::BackendOptions;
 use qwen35::chat::ChatTemplate;
 use qwen35::gguf::{GgufError, GgufFile};
-use qwen35::model::{load_engine, BackendKind, Engine};
+use qwen35::model::{load_engine_with, BackendKind, Engine};
 use qwen35::sample::SamplerConfig;
 use qwen35::state_file::{ModelIdentity, PromptCacheFile};
 use qwen35::tokenizer::Tokenizer;
@@ -84,15 +85,47 @@ pub struct EngineArgs {
     /// GGUF model file.
     #[arg(short, long)]
     pub model: PathBuf,
-    /// Who runs the ops: cpu (exact), cpu-fast (14-bit activations), wgpu or metal.
-    #[arg(long, default_value = "cpu", value_parser = parse_backend)]
-    pub backend: BackendKind,
+    /// Who runs the ops: cpu (exact), cpu-fast (14-bit activations), wgpu or metal (default:
+    /// the fastest here, wgpu on a GPU, else cpu-fast; named on stderr).
+    #[arg(long, value_parser = parse_backend)]
+    pub backend: Option<BackendKind>,
     /// Context length in tokens (default: 8192).
     #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     pub ctx: Option<usize>,
     /// CPU threads (default: all cores; more than the cores are cut to the cores).
     #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
     pub threads: Option<usize>,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+}
+
+/// Settings of the GPU backends (wgpu, metal); the defaults are the fast path.
+#[derive(Args, Clone)]
+pub struct GpuArgs {
+    /// Cap on the bytes allocated on the GPU: an allocation past it fails as out of memory.
+    #[arg(long, value_name = "BYTES", env = "QWEN35_GPU_MEMORY_LIMIT")]
+    pub gpu_memory_limit: Option<u64>,
+    /// Decode GEMVs on f32 activations instead of 14-bit integers (to compare).
+    #[arg(long)]
+    pub f32_gemv: bool,
+    /// Prefill GEMMs in f32 tiles even where the GPU has cooperative matrices (to compare).
+    #[arg(long)]
+    pub no_cooperative_matrix: bool,
+    /// Every runtime check in the kernels (loop bounds, integer division), not only buffer bounds.
+    #[arg(long)]
+    pub all_shader_checks: bool,
+}
+
+impl GpuArgs {
+    pub fn options(&self) -> GpuOptions {
+        GpuOptions {
+            memory_limit: self.gpu_memory_limit,
+            integer_gemv: !self.f32_gemv,
+            cooperative_matrix: !self.no_cooperative_matrix,
+            all_shader_checks: self.all_shader_checks,
+            ..GpuOptions::default()
+        }
+    }
 }
 
 /// Sampling flags, each refused outside its range.
@@ -212,9 +245,20 @@ pub fn load(args: &EngineArgs) -> anyhow::Result<(Tokenizer, Box<dyn Engine>)> {
     let file = open_gguf(&args.model)?;
     let tokenizer = load_tokenizer(&file, &args.model)?;
     let threads = cpu_threads(args.threads);
+    let backend = args.backend.unwrap_or_else(|| {
+        let (fastest, why) = BackendKind::fastest_available();
+        eprintln!(
+            "backend: {fastest}, the fastest here ({why}); --backend cpu is the exact reference"
+        );
+        fastest
+    });
     let started = std::time::Instant::now();
     let ctx = args.ctx.unwrap_or(DEFAULT_CTX);
-    let engine = load_engine(file, args.backend, threads, ctx)
+    let options = BackendOptions {
+        threads,
+        gpu: args.gpu.options(),
+    };
+    let engine = load_engine_with(file, backend, &options, ctx)
         .with_context(|| format!("loading {}", args.model.display()))?;
     log::info!("loaded in {:.2} s", started.elapsed().as_secs_f64());
     Ok((tokenizer, engine))

@@ -1,6 +1,5 @@
 //! `qwen35 run`: one prompt, one streamed completion.
 
-use super::generate::{generate, Limits};
 use super::{
     at_least_one, load, load_chat_template, parse_backend, prompt_cache_file, EngineArgs,
     SamplingArgs,
@@ -8,6 +7,7 @@ use super::{
 use anyhow::Context;
 use clap::Args;
 use qwen35::chat::{tokenize_at_boundaries, Message, RenderOptions, Role};
+use qwen35::generate::{generate, Limits};
 use qwen35::model::BackendKind;
 use qwen35::prefix_cache::{prefill_boundaries, PrefixCache};
 use qwen35::sample::Sampler;
@@ -74,14 +74,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let prefilled = match args.prefill_backend {
         Some(backend) => {
             let prefill_args = EngineArgs {
-                backend,
+                backend: Some(backend),
                 ..args.engine.clone()
             };
             let (_, mut prefiller) = load(&prefill_args)?;
             let prefilled =
                 prefill_boundaries(prefiller.as_mut(), &mut cache, &prompt, &boundaries)?;
             engine.restore(&prefiller.snapshot()?).with_context(|| {
-                format!("moving the state from {backend} to {}", args.engine.backend)
+                format!("moving the state from {backend} to the decoding backend")
             })?;
             prefilled
         }

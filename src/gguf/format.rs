@@ -1,8 +1,5 @@
 //! Constants of the GGUF layout shared by the reader and the writer.
 
-use super::error::GgufError;
-use super::value::MetaValue;
-
 /// "GGUF" as it appears in the first four bytes.
 pub(super) const MAGIC: [u8; 4] = *b"GGUF";
 
@@ -25,18 +22,3 @@ pub const MAX_DIMS: usize = 4;
 /// How deeply arrays may nest inside arrays. GGUF sets no limit, but each level costs the parser
 /// a stack frame, so a crafted file of nothing but array headers could otherwise overflow it.
 pub const MAX_ARRAY_DEPTH: usize = 8;
-
-/// The alignment a [`ALIGNMENT_KEY`] value sets: an unsigned 32-bit power of two (ggml stores it
-/// as u32; any integer type holding such a value is accepted).
-pub(super) fn alignment_from_value(value: &MetaValue) -> Result<u64, GgufError> {
-    let bad = || GgufError::BadAlignment {
-        found: format!("{value:?}"),
-    };
-    let alignment = value.as_integer().ok_or_else(bad)?;
-    let alignment = u32::try_from(alignment).map_err(|_| bad())?;
-    if alignment.is_power_of_two() {
-        Ok(u64::from(alignment))
-    } else {
-        Err(bad())
-    }
-}

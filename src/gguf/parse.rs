@@ -9,8 +9,7 @@ use std::collections::HashMap;
 use super::cursor::Cursor;
 use super::error::GgufError;
 use super::format::{
-    alignment_from_value, ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH, MAX_DIMS,
-    SUPPORTED_VERSIONS,
+    ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH, MAX_DIMS, SUPPORTED_VERSIONS,
 };
 use super::tensor::{tensor_size, TensorInfo};
 use super::value::{MetaArray, MetaValue, ValueType};
@@ -54,7 +53,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Layout, GgufError> {
 
     let (metadata, key_index) = parser.metadata(kv_count)?;
     let alignment = match key_index.get(ALIGNMENT_KEY).and_then(|&i| metadata.get(i)) {
-        Some((_, value)) => alignment_from_value(value)?,
+        Some((_, value)) => value.as_alignment()?,
         None => DEFAULT_ALIGNMENT,
     };
 

@@ -233,6 +233,23 @@ impl MetaArray {
     }
 }
 
+impl MetaValue {
+    /// The alignment a [`super::ALIGNMENT_KEY`] value sets: an unsigned 32-bit power of two
+    /// (ggml stores it as u32; any integer type holding such a value is accepted).
+    pub(super) fn as_alignment(&self) -> Result<u64, super::error::GgufError> {
+        let bad = || super::error::GgufError::BadAlignment {
+            found: format!("{self:?}"),
+        };
+        let alignment = self.as_integer().ok_or_else(bad)?;
+        let alignment = u32::try_from(alignment).map_err(|_| bad())?;
+        if alignment.is_power_of_two() {
+            Ok(u64::from(alignment))
+        } else {
+            Err(bad())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

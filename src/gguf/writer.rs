@@ -5,10 +5,7 @@ use std::collections::HashSet;
 use std::io::Write;
 
 use super::error::GgufError;
-use super::format::{
-    alignment_from_value, ALIGNMENT_KEY, DEFAULT_ALIGNMENT, DEFAULT_VERSION, MAGIC,
-    SUPPORTED_VERSIONS,
-};
+use super::format::{ALIGNMENT_KEY, DEFAULT_ALIGNMENT, DEFAULT_VERSION, MAGIC, SUPPORTED_VERSIONS};
 use super::tensor::tensor_size;
 use super::value::{MetaArray, MetaValue};
 use crate::quant::GgmlType;
@@ -81,7 +78,7 @@ impl GgufWriter {
                     found: format!("{value:?} set after tensors were laid out"),
                 });
             }
-            self.alignment = alignment_from_value(&value)?;
+            self.alignment = value.as_alignment()?;
         }
         self.keys.insert(key.to_string());
         self.metadata.push((key.to_string(), value));

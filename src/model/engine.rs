@@ -1,6 +1,5 @@
 //! The engine the CLI drives: one sequence's state on one backend, fed tokens, returning logits.
 
-use std::str::FromStr;
 use std::sync::Arc;
 
 use super::config::Config;
@@ -11,49 +10,9 @@ use super::ModelError;
 use crate::backend::cpu::{CpuBackend, CpuMode};
 use crate::backend::gpu::{GpuError, Wgpu};
 use crate::backend::metal::{Metal, MetalError};
-use crate::backend::{Backend, BackendStats, OpTiming};
+use crate::backend::{Backend, BackendKind, BackendOptions, BackendStats, OpTiming};
 use crate::gguf::GgufFile;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackendKind {
-    /// The exact f32 reference.
-    Cpu,
-    /// The CPU with 8-bit activations in the K-quant and Q8_0 matmuls (faster, not exact).
-    CpuFast,
-    Wgpu,
-    Metal,
-}
-
-impl BackendKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::Cpu => "cpu",
-            BackendKind::CpuFast => "cpu-fast",
-            BackendKind::Wgpu => "wgpu",
-            BackendKind::Metal => "metal",
-        }
-    }
-}
-
-impl std::fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for BackendKind {
-    type Err = ModelError;
-
-    fn from_str(s: &str) -> Result<BackendKind, ModelError> {
-        match s {
-            "cpu" => Ok(BackendKind::Cpu),
-            "cpu-fast" => Ok(BackendKind::CpuFast),
-            "wgpu" => Ok(BackendKind::Wgpu),
-            "metal" => Ok(BackendKind::Metal),
-            other => Err(ModelError::UnknownBackend(other.to_string())),
-        }
-    }
-}
+use crate::sample::Sampler;
 
 pub trait Engine: Send {
     fn config(&self) -> &Config;
@@ -64,17 +23,27 @@ pub trait Engine: Send {
     /// token's ([n·vocab], token-major). Fails with `ContextFull` before touching the state when
     /// the tokens do not fit.
     fn eval(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>, ModelError>;
-    /// Greedy decoding from `first`: feeds it, then each token chosen (the argmax of the
-    /// logits, taken on the backend), at most `n` steps. The next step is queued on the backend
-    /// before the previous token has reached the host, so a GPU never waits for this loop.
-    /// `on_token` gets each chosen token and returns false to stop. Returns the chosen tokens;
-    /// every one of them has been fed except, after `n` steps, the last.
+    /// Decoding from `first`: feeds it, then each token chosen (on the backend, as `choice`
+    /// says), at most `n` steps. The next step is queued on the backend before the previous
+    /// token has reached the host, so a GPU never waits for this loop. `on_token` gets each
+    /// chosen token and returns false to stop. Returns the chosen tokens; every one of them has
+    /// been fed except, after `n` steps, the last.
+    fn decode(
+        &mut self,
+        first: u32,
+        n: usize,
+        choice: TokenChoice<'_>,
+        on_token: &mut dyn FnMut(u32) -> bool,
+    ) -> Result<Vec<u32>, ModelError>;
+    /// [`Engine::decode`] choosing the argmax of the logits.
     fn decode_greedy(
         &mut self,
         first: u32,
         n: usize,
         on_token: &mut dyn FnMut(u32) -> bool,
-    ) -> Result<Vec<u32>, ModelError>;
+    ) -> Result<Vec<u32>, ModelError> {
+        self.decode(first, n, TokenChoice::Greedy, on_token)
+    }
     /// Back to an empty sequence.
     fn reset(&mut self);
     /// A host copy of the state; fails only when the backend cannot read it back.
@@ -89,15 +58,98 @@ pub trait Engine: Send {
     fn set_skip(&mut self, skip: SkipLayers);
 }
 
+/// How [`Engine::decode`] chooses each token.
+pub enum TokenChoice<'a> {
+    /// The argmax of the logits.
+    Greedy,
+    /// The choice of [`Sampler::sample`], made on the backend with the sampler's settings and
+    /// generator; `history` holds the tokens so far, `first` included (for the repeat penalty).
+    Sampled {
+        sampler: &'a mut Sampler,
+        history: &'a [u32],
+    },
+}
+
+/// The state of [`TokenChoice`] through one [`Engine::decode`]: for a draw or a repeat penalty,
+/// the recent ids on the backend and the row the next id goes to.
+struct Chooser<'a, T> {
+    sampled: Option<(&'a mut Sampler, T)>,
+    next_slot: usize,
+}
+
+impl<'a, T> Chooser<'a, T> {
+    fn new<B: Backend<Tensor = T>>(
+        backend: &B,
+        choice: TokenChoice<'a>,
+    ) -> Result<Chooser<'a, T>, ModelError> {
+        match choice {
+            TokenChoice::Sampled { sampler, history } if !sampler.is_argmax() => {
+                let window = sampler.config().repeat_window.max(1);
+                let tail = &history[history.len().saturating_sub(window)..];
+                let mut ids: Vec<f32> = tail.iter().map(|&t| t as f32).collect();
+                ids.resize(window, -1.0);
+                let recent = backend.upload(window, 1, &ids)?;
+                Ok(Chooser {
+                    sampled: Some((sampler, recent)),
+                    next_slot: tail.len() % window,
+                })
+            }
+            _ => Ok(Chooser {
+                sampled: None,
+                next_slot: 0,
+            }),
+        }
+    }
+
+    /// The id chosen from `logits`, left on the backend.
+    fn choose<B: Backend<Tensor = T>>(
+        &mut self,
+        backend: &B,
+        mut logits: T,
+    ) -> Result<T, ModelError> {
+        match &mut self.sampled {
+            Some((sampler, recent)) => {
+                let draw = sampler.next_draw();
+                let id = backend.sample(&mut logits, recent, self.next_slot, &draw)?;
+                self.next_slot = (self.next_slot + 1) % backend.dims(recent).0;
+                Ok(id)
+            }
+            None => Ok(backend.argmax(&logits)?),
+        }
+    }
+}
+
 /// Loads the model in `file` onto `backend` with a context of `ctx` tokens (0: the trained
-/// context); `threads` sizes the CPU pool (0: one per core).
+/// context); `threads` sizes the CPU pool (0: one per core); the GPU backends as by default.
 pub fn load_engine(
     file: Arc<GgufFile>,
     backend: BackendKind,
     threads: usize,
     ctx: usize,
 ) -> Result<Box<dyn Engine>, ModelError> {
+    let options = BackendOptions {
+        threads,
+        ..BackendOptions::default()
+    };
+    load_engine_with(file, backend, &options, ctx)
+}
+
+/// [`load_engine`] with the backend set up by `options`.
+pub fn load_engine_with(
+    file: Arc<GgufFile>,
+    backend: BackendKind,
+    options: &BackendOptions,
+    ctx: usize,
+) -> Result<Box<dyn Engine>, ModelError> {
     let config = Config::from_gguf(&file)?;
+    let unavailable = |reason: String| ModelError::BackendUnavailable {
+        backend: backend.name(),
+        reason,
+    };
+    let failed = |reason: String| ModelError::BackendFailed {
+        backend: backend.name(),
+        reason,
+    };
     match backend {
         BackendKind::Cpu | BackendKind::CpuFast => {
             let mode = if backend == BackendKind::CpuFast {
@@ -105,36 +157,21 @@ pub fn load_engine(
             } else {
                 CpuMode::Exact
             };
-            let cpu =
-                CpuBackend::with_options(threads, mode).map_err(|e| ModelError::BackendFailed {
-                    backend: backend.name(),
-                    reason: e.to_string(),
-                })?;
+            let cpu = CpuBackend::with_options(options.threads, mode)
+                .map_err(|e| failed(e.to_string()))?;
             Ok(Box::new(Session::new(cpu, &file, config, ctx)?))
         }
         BackendKind::Wgpu => {
-            let gpu = Wgpu::new().map_err(|e| match e {
-                GpuError::NoAdapter(_) => ModelError::BackendUnavailable {
-                    backend: "wgpu",
-                    reason: e.to_string(),
-                },
-                _ => ModelError::BackendFailed {
-                    backend: "wgpu",
-                    reason: e.to_string(),
-                },
+            let gpu = Wgpu::with_options(&options.gpu).map_err(|e| match e {
+                GpuError::NoAdapter(_) => unavailable(e.to_string()),
+                _ => failed(e.to_string()),
             })?;
             Ok(Box::new(Session::new(gpu, &file, config, ctx)?))
         }
         BackendKind::Metal => {
-            let metal = Metal::new().map_err(|e| match e {
-                MetalError::NoMetalAdapter { .. } => ModelError::BackendUnavailable {
-                    backend: "metal",
-                    reason: e.to_string(),
-                },
-                _ => ModelError::BackendFailed {
-                    backend: "metal",
-                    reason: e.to_string(),
-                },
+            let metal = Metal::with_options(&options.gpu).map_err(|e| match e {
+                MetalError::NoMetalAdapter { .. } => unavailable(e.to_string()),
+                _ => failed(e.to_string()),
             })?;
             Ok(Box::new(Session::new(metal, &file, config, ctx)?))
         }
@@ -192,6 +229,10 @@ impl<B: Backend> Session<B> {
 }
 
 impl<B: Backend> Session<B> {
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
     /// Fails before touching the state when `count` more tokens do not fit or an id is not in
     /// the vocabulary.
     fn check_input(&self, count: usize, tokens: &[u32]) -> Result<(), ModelError> {
@@ -281,10 +322,11 @@ impl<B: Backend> Engine for Session<B> {
         Ok(logits)
     }
 
-    fn decode_greedy(
+    fn decode(
         &mut self,
         first: u32,
         n: usize,
+        choice: TokenChoice<'_>,
         on_token: &mut dyn FnMut(u32) -> bool,
     ) -> Result<Vec<u32>, ModelError> {
         self.check_input(n, &[first])?;
@@ -292,15 +334,16 @@ impl<B: Backend> Engine for Session<B> {
         if n == 0 {
             return Ok(chosen);
         }
+        let mut chooser = Chooser::new(&self.backend, choice)?;
         let mut in_flight = std::collections::VecDeque::with_capacity(2);
         let logits = self.forward(Tokens::Host(&[first]), false)?;
-        let mut ids = self.backend.argmax(&logits)?;
+        let mut ids = chooser.choose(&self.backend, logits)?;
         in_flight.push_back(self.backend.start_read(&ids));
         for step in 1..=n {
             // Queue the next step on the id still on the backend, then learn the previous one.
             if step < n {
                 let logits = self.forward(Tokens::OnBackend(&ids), false)?;
-                ids = self.backend.argmax(&logits)?;
+                ids = chooser.choose(&self.backend, logits)?;
                 in_flight.push_back(self.backend.start_read(&ids));
             }
             let Some(read) = in_flight.pop_front() else {
@@ -321,7 +364,11 @@ impl<B: Backend> Engine for Session<B> {
             };
             let token = match values.first() {
                 Some(&id) if id >= 0.0 && (id as usize) < self.config.vocab => id as u32,
-                _ => return Err(ModelError::NoTokenRead),
+                // A failed read yields no id: the device's error says why.
+                _ => {
+                    self.backend.status()?;
+                    return Err(ModelError::NoTokenRead);
+                }
             };
             chosen.push(token);
             if !on_token(token) {

@@ -7,8 +7,9 @@ pub mod forward;
 pub mod state;
 pub mod weights;
 
+pub use crate::backend::BackendKind;
 pub use config::{Config, LayerKind};
-pub use engine::{load_engine, BackendKind, Engine, Session};
+pub use engine::{load_engine, load_engine_with, Engine, Session, TokenChoice};
 pub use state::Snapshot;
 
 use crate::backend::BackendError;
@@ -45,8 +46,6 @@ pub enum ModelError {
         #[source]
         source: BackendError,
     },
-    #[error("unknown backend {0:?} (expected cpu, cpu-fast, wgpu or metal)")]
-    UnknownBackend(String),
     /// This machine has no device for the backend (no adapter at all, or none of its kind).
     #[error("backend {backend} is unavailable: {reason}")]
     BackendUnavailable {

@@ -12,6 +12,9 @@
 /// Values per activation block; K-quant super-blocks line up with it.
 pub const ACTIVATION_BLOCK: usize = 256;
 
+/// Q8_0 blocks per activation block.
+pub(super) const Q8_0_PER_ACTIVATION: usize = ACTIVATION_BLOCK / 32;
+
 /// The largest quant magnitude: a block's step is its largest |value| / this.
 pub const ACTIVATION_QUANT_MAX: f32 = 8191.0;
 
@@ -55,7 +58,7 @@ impl QuantizedActivations {
             return None;
         }
         Some(QuantizedActivations {
-            blocks: super::simd::quantize_activations(x),
+            blocks: quantize_activations(x),
         })
     }
 
@@ -69,9 +72,32 @@ impl QuantizedActivations {
     }
 }
 
+/// [`quantize_blocks`] in the build for AVX2 and FMA where the CPU has them (bit-identical:
+/// see `simd`).
+#[cfg(target_arch = "x86_64")]
+fn quantize_activations(x: &[f32]) -> Vec<ActivationBlock> {
+    if super::simd::has_avx2_fma() {
+        // SAFETY: the CPU supports the features the function is compiled for.
+        unsafe { quantize_blocks_avx2(x) }
+    } else {
+        quantize_blocks(x)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn quantize_blocks_avx2(x: &[f32]) -> Vec<ActivationBlock> {
+    quantize_blocks(x)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn quantize_activations(x: &[f32]) -> Vec<ActivationBlock> {
+    quantize_blocks(x)
+}
+
 /// Quantizes whole blocks of `x` (a trailing partial block is left out).
 #[inline(always)]
-pub(super) fn quantize_blocks(x: &[f32]) -> Vec<ActivationBlock> {
+fn quantize_blocks(x: &[f32]) -> Vec<ActivationBlock> {
     // A plain loop: iterator adapters would be compiled outside the caller's vector build.
     let mut blocks = Vec::with_capacity(x.len() / ACTIVATION_BLOCK);
     for chunk in x.chunks_exact(ACTIVATION_BLOCK) {

@@ -2,15 +2,14 @@
 //! block (as ggml's CPU kernels do with 8 bits). The scalar kernels here are the definition;
 //! the vector ones in `quantized_dot_x86` compute the same integer sums.
 
-use super::activations::{ActivationBlock, QuantizedActivations, ACTIVATION_BLOCK};
+use super::activations::{
+    ActivationBlock, QuantizedActivations, ACTIVATION_BLOCK, Q8_0_PER_ACTIVATION,
+};
 use super::block::{blocks, f16_to_f32};
 use super::q4_k::{unpack_scale_mins, BlockQ4K, Q4K};
 use super::q6_k::{BlockQ6K, Q6K};
 use super::q8_0::{BlockQ8_0, Q8_0};
 use super::{check_row, GgmlType, QuantError};
-
-/// Q8_0 blocks per activation block.
-pub(super) const Q8_0_PER_ACTIVATION: usize = ACTIVATION_BLOCK / 32;
 
 /// Whether [`dot_row_quantized`] handles rows of `ty`.
 pub fn has_quantized_dot(ty: GgmlType) -> bool {
@@ -77,7 +76,7 @@ pub fn matmul_quantized(
     #[cfg(target_arch = "x86_64")]
     if let Some(isa) = super::quantized_dot_x86::Isa::detect() {
         let xs: Vec<&[ActivationBlock]> = xs.iter().map(|x| &x.blocks[..]).collect();
-        super::quantized_dot_x86::matmul(isa, ty, bytes, row_bytes, &xs, out);
+        matmul_x86(isa, ty, bytes, row_bytes, &xs, out);
         return Ok(());
     }
     for (row, ys) in bytes
@@ -201,4 +200,89 @@ fn q8_0_blocks(w: &[BlockQ8_0], a: &ActivationBlock) -> f32 {
         f16_to_f32(w.d) * sum as f32
     });
     a.d * sums.sum::<f32>()
+}
+
+#[cfg(target_arch = "x86_64")]
+/// [`matmul_quantized`] on `isa`'s kernels. The caller has checked that `ty` has a
+/// quantized dot, that `bytes` is whole rows of `row_bytes`, that every token has one
+/// activation block per `row_bytes`' worth of blocks, and that `out` has one value per row and
+/// token; `isa` must be supported.
+fn matmul_x86(
+    isa: super::quantized_dot_x86::Isa,
+    ty: GgmlType,
+    bytes: &[u8],
+    row_bytes: usize,
+    xs: &[&[ActivationBlock]],
+    out: &mut [f32],
+) {
+    debug_assert!(isa.supported());
+    use super::quantized_dot_x86::{matmul_avx2, matmul_avx512, Isa};
+    use super::quantized_matmul_avx512 as tiled;
+    // SAFETY: the caller made sure the CPU has the features of `isa`.
+    unsafe {
+        match isa {
+            Isa::Avx2 => matmul_avx2(ty, bytes, row_bytes, xs, out),
+            Isa::Avx512Vnni if xs.len() >= tiled::TOKENS && tiled::handles(ty) => {
+                tiled::matmul(ty, bytes, row_bytes, xs, out)
+            }
+            Isa::Avx512Vnni => matmul_avx512(ty, bytes, row_bytes, xs, out),
+        }
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+    use crate::quant::quantize_row;
+    use crate::quant::quantized_dot_x86::Isa;
+
+    fn values(seed: u32, n: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| {
+                let k = (i as u32)
+                    .wrapping_mul(2654435761)
+                    .wrapping_add(seed * 40503);
+                (k % 2001) as f32 / 1000.0 - 1.0 + if i % 61 == 0 { 5.0 } else { 0.0 }
+            })
+            .collect()
+    }
+
+    /// Every supported width (and on AVX-512 the tiled prefill) against the scalar definition,
+    /// for one token and for groups with a short last one.
+    #[test]
+    fn every_width_matches_the_scalar_kernels() {
+        let cols = 1024;
+        for ty in [GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0] {
+            let mut row = Vec::new();
+            quantize_row(ty, &values(1, cols), &mut row).unwrap();
+            let acts: Vec<QuantizedActivations> = (0..11)
+                .map(|t| QuantizedActivations::new(&values(10 + t, cols)).unwrap())
+                .collect();
+            let expected: Vec<f32> = acts
+                .iter()
+                .map(|x| dot_row_quantized_scalar(ty, &row, x).unwrap())
+                .collect();
+            let xs: Vec<&[ActivationBlock]> = acts.iter().map(|x| &x.blocks[..]).collect();
+            for isa in [Isa::Avx2, Isa::Avx512Vnni] {
+                if !isa.supported() {
+                    eprintln!("{isa:?} not run: this CPU lacks it");
+                    continue;
+                }
+                for n in [1, xs.len()] {
+                    // Three copies of the row (a whole tile of two rows and one left over):
+                    // each must give every token's value.
+                    let mut out = vec![0f32; 3 * n];
+                    matmul_x86(isa, ty, &row.repeat(3), row.len(), &xs[..n], &mut out);
+                    let expected = expected[..n].iter().cycle();
+                    for (t, (&got, &want)) in out.iter().zip(expected).enumerate() {
+                        assert!(
+                            (got - want).abs() <= 1e-5 * want.abs().max(1.0),
+                            "{} {isa:?} token {t} of {n}: {got} vs {want}",
+                            ty.name()
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

@@ -13,10 +13,10 @@
 use std::arch::x86_64::*;
 
 use super::activations::ActivationBlock;
+use super::activations::Q8_0_PER_ACTIVATION;
 use super::q4_k::{unpack_scale_mins, BlockQ4K};
 use super::q6_k::BlockQ6K;
 use super::q8_0::BlockQ8_0;
-use super::quantized_dot::Q8_0_PER_ACTIVATION;
 use super::GgmlType;
 
 /// The instruction sets the kernels are built for.
@@ -54,34 +54,9 @@ impl Isa {
     }
 }
 
-/// [`super::matmul_quantized`] on `isa`'s kernels. The caller has checked that `ty` has a
-/// quantized dot, that `bytes` is whole rows of `row_bytes`, that every token has one
-/// activation block per `row_bytes`' worth of blocks, and that `out` has one value per row and
-/// token; `isa` must be supported.
-pub(super) fn matmul(
-    isa: Isa,
-    ty: GgmlType,
-    bytes: &[u8],
-    row_bytes: usize,
-    xs: &[&[ActivationBlock]],
-    out: &mut [f32],
-) {
-    debug_assert!(isa.supported());
-    use super::quantized_matmul_avx512 as tiled;
-    // SAFETY: the caller made sure the CPU has the features of `isa`.
-    unsafe {
-        match isa {
-            Isa::Avx2 => matmul_avx2(ty, bytes, row_bytes, xs, out),
-            Isa::Avx512Vnni if xs.len() >= tiled::TOKENS && tiled::handles(ty) => {
-                tiled::matmul(ty, bytes, row_bytes, xs, out)
-            }
-            Isa::Avx512Vnni => matmul_avx512(ty, bytes, row_bytes, xs, out),
-        }
-    }
-}
-
+/// The quantized matmul on AVX2 kernels, four tokens at a time.
 #[target_feature(enable = "avx2,fma,f16c")]
-fn matmul_avx2(
+pub(super) fn matmul_avx2(
     ty: GgmlType,
     bytes: &[u8],
     row_bytes: usize,
@@ -93,8 +68,9 @@ fn matmul_avx2(
     unsafe { run::<Avx2, 4>(ty, bytes, row_bytes, xs, out) }
 }
 
+/// The quantized matmul on AVX-512 VNNI kernels, eight tokens at a time.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vnni")]
-fn matmul_avx512(
+pub(super) fn matmul_avx512(
     ty: GgmlType,
     bytes: &[u8],
     row_bytes: usize,
@@ -696,60 +672,4 @@ unsafe fn q8_0<W: Width, const N: usize>(
         *total = W::total(sum);
     }
     totals
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::quant::{quantize_row, QuantizedActivations};
-
-    fn values(seed: u32, n: usize) -> Vec<f32> {
-        (0..n)
-            .map(|i| {
-                let k = (i as u32)
-                    .wrapping_mul(2654435761)
-                    .wrapping_add(seed * 40503);
-                (k % 2001) as f32 / 1000.0 - 1.0 + if i % 61 == 0 { 5.0 } else { 0.0 }
-            })
-            .collect()
-    }
-
-    /// Every supported width (and on AVX-512 the tiled prefill) against the scalar definition,
-    /// for one token and for groups with a short last one.
-    #[test]
-    fn every_width_matches_the_scalar_kernels() {
-        let cols = 1024;
-        for ty in [GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0] {
-            let mut row = Vec::new();
-            quantize_row(ty, &values(1, cols), &mut row).unwrap();
-            let acts: Vec<QuantizedActivations> = (0..11)
-                .map(|t| QuantizedActivations::new(&values(10 + t, cols)).unwrap())
-                .collect();
-            let expected: Vec<f32> = acts
-                .iter()
-                .map(|x| super::super::dot_row_quantized_scalar(ty, &row, x).unwrap())
-                .collect();
-            let xs: Vec<&[ActivationBlock]> = acts.iter().map(|x| &x.blocks[..]).collect();
-            for isa in [Isa::Avx2, Isa::Avx512Vnni] {
-                if !isa.supported() {
-                    eprintln!("{isa:?} not run: this CPU lacks it");
-                    continue;
-                }
-                for n in [1, xs.len()] {
-                    // Three copies of the row (a whole tile of two rows and one left over):
-                    // each must give every token's value.
-                    let mut out = vec![0f32; 3 * n];
-                    matmul(isa, ty, &row.repeat(3), row.len(), &xs[..n], &mut out);
-                    let expected = expected[..n].iter().cycle();
-                    for (t, (&got, &want)) in out.iter().zip(expected).enumerate() {
-                        assert!(
-                            (got - want).abs() <= 1e-5 * want.abs().max(1.0),
-                            "{} {isa:?} token {t} of {n}: {got} vs {want}",
-                            ty.name()
-                        );
-                    }
-                }
-            }
-        }
-    }
 }

@@ -2,7 +2,6 @@
 //! FMA. Both builds run the same Rust code: the compiler only gets wider vectors (it never fuses
 //! a multiply and an add on its own), so results are bit-identical across machines.
 
-use super::activations::{quantize_blocks, ActivationBlock};
 use super::{
     dequantize_row_unchecked, dot_f32_tokens_unchecked, dot_row_unchecked, GgmlType, QuantError,
 };
@@ -57,22 +56,6 @@ fn dot_f32_tokens_avx2(w: &[f32], xs: &[&[f32]], out: &mut [f32]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-pub(super) fn quantize_activations(x: &[f32]) -> Vec<ActivationBlock> {
-    if has_avx2_fma() {
-        // SAFETY: the CPU supports the features the function is compiled for.
-        unsafe { quantize_activations_avx2(x) }
-    } else {
-        quantize_blocks(x)
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn quantize_activations_avx2(x: &[f32]) -> Vec<ActivationBlock> {
-    quantize_blocks(x)
-}
-
-#[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn dot_row_avx2(ty: GgmlType, bytes: &[u8], x: &[f32]) -> Result<f32, QuantError> {
     dot_row_unchecked(ty, bytes, x)
@@ -96,11 +79,6 @@ pub(super) fn dequantize_row(
     out: &mut [f32],
 ) -> Result<(), QuantError> {
     dequantize_row_unchecked(ty, bytes, out)
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) fn quantize_activations(x: &[f32]) -> Vec<ActivationBlock> {
-    quantize_blocks(x)
 }
 
 #[cfg(not(target_arch = "x86_64"))]

@@ -1,47 +1,110 @@
-//! The Metal backend's decode ops as a whole [`Backend`] on the MSL simulator: every op goes
-//! through qwen35's Metal op code (qwen35::backend::metal::ops) to the simulated kernels, with
-//! no fallback, so a forward of one token runs nothing but MSL. Activations of more than one
-//! row (prefill) are the WGSL kernels' on Metal and are refused here: feed tokens one at a time.
+//! The Metal backend on the MSL simulator: qwen35's own [`Metal`] glue (which op goes to an MSL
+//! kernel, reads, the device's status) over a [`SimDevice`], whose memory is [`SimMemory`].
+//! Every op with an MSL kernel runs through qwen35's Metal op code to the simulated kernels, so a
+//! forward of one token runs nothing but MSL. Activations of more than one row (prefill) are the
+//! WGSL kernels' on Metal and are refused here: feed tokens one at a time.
+//!
+//! Faults can be planted ([`SimMemory::lose_device`], [`SimMemory::fail_readbacks`]) to see that
+//! the glue reports them as the typed errors a real device's would be.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use qwen35::backend::metal::ops;
+use qwen35::backend::metal::Metal;
 use qwen35::backend::{
-    AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape, Qkv, RopeShape,
+    rms_norm_matmul_each, sample_on_host, AttentionShape, Backend, BackendError, BackendStats,
+    DeltaNetShape, PendingRead,
 };
 use qwen35::gguf::{GgufFile, TensorInfo};
+use qwen35::sample::Draw;
 
 use super::device::{SimDevice, SimTensor, SimWeight};
 use super::{DeviceBuffer, Order};
 
-pub struct SimMetal {
-    pub device: SimDevice,
-    /// Weight rows per buffer: small values split weights as a GPU splits those past its
-    /// binding limit.
-    max_part_rows: usize,
+pub type SimMetal = Metal<SimDevice>;
+
+/// The Metal backend on a simulated device whose weights are split into parts of at most
+/// `max_part_rows` rows (small values split them as a GPU splits those past its binding limit).
+pub fn sim_metal(order: Order, max_part_rows: usize) -> SimMetal {
+    Metal::on(SimDevice::with_weight_parts(order, max_part_rows))
 }
 
-impl SimMetal {
-    pub fn new(order: Order, max_part_rows: usize) -> SimMetal {
-        SimMetal {
-            device: SimDevice::new(order),
+/// A planted fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// Every dispatch and read fails, as after a lost device.
+    DeviceLost,
+    /// Dispatches run, reads fail.
+    Readback,
+}
+
+/// The simulated device's memory: host buffers, and the first failure, which every later read
+/// and [`Backend::status`] report. Ops without an MSL kernel are refused.
+pub struct SimMemory {
+    max_part_rows: usize,
+    fault: Mutex<Option<Fault>>,
+    failure: Arc<Mutex<Option<String>>>,
+    pub(crate) dispatches: Mutex<u64>,
+}
+
+impl SimMemory {
+    pub fn new(max_part_rows: usize) -> SimMemory {
+        SimMemory {
             max_part_rows,
+            fault: Mutex::new(None),
+            failure: Arc::default(),
+            dispatches: Mutex::new(0),
         }
     }
-}
 
-fn decode_only(op: &'static str, rows: usize) -> Result<(), BackendError> {
-    if rows == 1 {
-        Ok(())
-    } else {
-        Err(BackendError::Shape {
-            op,
-            detail: format!("{rows} rows: the simulated Metal backend runs decode ops only"),
-        })
+    /// From now on the device is lost: dispatches and reads fail.
+    pub fn lose_device(&self) {
+        *self.fault.lock().unwrap() = Some(Fault::DeviceLost);
+    }
+
+    /// From now on every read fails (the kernels still run).
+    pub fn fail_readbacks(&self) {
+        *self.fault.lock().unwrap() = Some(Fault::Readback);
+    }
+
+    fn fail(&self, message: String) {
+        self.failure.lock().unwrap().get_or_insert(message);
+    }
+
+    /// Fails a dispatch on a lost device, as wgpu's does.
+    pub fn check_dispatch(&self) -> Result<(), BackendError> {
+        if *self.fault.lock().unwrap() == Some(Fault::DeviceLost) {
+            self.fail("the GPU device was lost (simulated)".into());
+        }
+        self.status()
+    }
+
+    /// The values of a read, or none (and the failure recorded) under a fault.
+    fn read(&self, x: &SimTensor, start: usize, count: usize) -> Vec<f32> {
+        match *self.fault.lock().unwrap() {
+            Some(Fault::DeviceLost) => {
+                self.fail("the GPU device was lost (simulated)".into());
+                return Vec::new();
+            }
+            Some(Fault::Readback) => {
+                self.fail("a readback failed (simulated)".into());
+                return Vec::new();
+            }
+            None => {}
+        }
+        let start = start.min(x.rows);
+        let end = start.saturating_add(count).min(x.rows);
+        x.values()[start * x.cols..end * x.cols].to_vec()
     }
 }
 
-impl Backend for SimMetal {
+fn refused(op: &'static str, rows: usize) -> BackendError {
+    BackendError::Shape {
+        op,
+        detail: format!("{rows} rows: the simulated Metal backend runs the MSL (decode) ops only"),
+    }
+}
+
+impl Backend for SimMemory {
     type Tensor = SimTensor;
     type Weight = SimWeight;
 
@@ -52,7 +115,7 @@ impl Backend for SimMetal {
     ) -> Result<SimWeight, BackendError> {
         let cols = info.dims.first().copied().unwrap_or(0) as usize;
         let rows = info.dims.iter().skip(1).product::<u64>() as usize;
-        Ok(self.device.weight(
+        Ok(SimWeight::new(
             &info.name,
             info.ggml_type,
             rows,
@@ -69,7 +132,11 @@ impl Backend for SimMetal {
                 detail: format!("{rows}×{cols} from {} values", data.len()),
             });
         }
-        Ok(self.device.tensor(rows, cols, data))
+        Ok(SimTensor {
+            rows,
+            cols,
+            buffer: DeviceBuffer::from_f32(data),
+        })
     }
 
     fn zeros(&self, rows: usize, cols: usize) -> SimTensor {
@@ -85,9 +152,11 @@ impl Backend for SimMetal {
     }
 
     fn read_rows(&self, x: &SimTensor, start: usize, count: usize) -> Vec<f32> {
-        let start = start.min(x.rows);
-        let end = start.saturating_add(count).min(x.rows);
-        x.values()[start * x.cols..end * x.cols].to_vec()
+        self.read(x, start, count)
+    }
+
+    fn start_read(&self, x: &SimTensor) -> PendingRead {
+        PendingRead::ready(self.read(x, 0, x.rows))
     }
 
     fn write_rows(
@@ -113,252 +182,191 @@ impl Backend for SimMetal {
         Ok(())
     }
 
-    fn embed(&self, table: &SimWeight, tokens: &[u32]) -> Result<SimTensor, BackendError> {
-        decode_only("embed", tokens.len())?;
-        ops::embed(&self.device, table, tokens)
+    fn embed(&self, _: &SimWeight, tokens: &[u32]) -> Result<SimTensor, BackendError> {
+        Err(refused("embed", tokens.len()))
     }
 
-    fn embed_ids(&self, table: &SimWeight, ids: &SimTensor) -> Result<SimTensor, BackendError> {
-        decode_only("embed_ids", ids.rows)?;
-        ops::embed_ids(&self.device, table, ids)
+    fn embed_ids(&self, _: &SimWeight, ids: &SimTensor) -> Result<SimTensor, BackendError> {
+        Err(refused("embed_ids", ids.rows))
     }
 
     fn argmax(&self, x: &SimTensor) -> Result<SimTensor, BackendError> {
-        decode_only("argmax", x.rows)?;
-        ops::argmax(&self.device, x)
+        Err(refused("argmax", x.rows))
     }
 
-    fn matmul(&self, x: &SimTensor, w: &SimWeight) -> Result<SimTensor, BackendError> {
-        decode_only("matmul", x.rows)?;
-        ops::matmul(&self.device, x, w)
+    fn sample(
+        &self,
+        logits: &mut SimTensor,
+        recent: &mut SimTensor,
+        slot: usize,
+        draw: &Draw,
+    ) -> Result<SimTensor, BackendError> {
+        sample_on_host(self, logits, recent, slot, draw)
+    }
+
+    fn matmul(&self, x: &SimTensor, _: &SimWeight) -> Result<SimTensor, BackendError> {
+        Err(refused("matmul", x.rows))
     }
 
     fn rms_norm_matmul(
         &self,
         x: &SimTensor,
+        _: &SimTensor,
+        _: f32,
+        _: &SimWeight,
+    ) -> Result<SimTensor, BackendError> {
+        Err(refused("rms_norm_matmul", x.rows))
+    }
+
+    fn rms_norm_matmuls<const N: usize>(
+        &self,
+        x: &SimTensor,
         norm: &SimTensor,
         eps: f32,
-        w: &SimWeight,
-    ) -> Result<SimTensor, BackendError> {
-        decode_only("rms_norm_matmul", x.rows)?;
-        ops::rms_norm_matmul(&self.device, x, norm, eps, w)
+        ws: [&SimWeight; N],
+    ) -> Result<[SimTensor; N], BackendError> {
+        rms_norm_matmul_each(self, x, norm, eps, ws)
     }
 
     fn matmul_add(
         &self,
         x: &SimTensor,
-        w: &SimWeight,
-        acc: &mut SimTensor,
+        _: &SimWeight,
+        _: &mut SimTensor,
     ) -> Result<(), BackendError> {
-        decode_only("matmul_add", x.rows)?;
-        ops::matmul_add(&self.device, x, w, acc)
+        Err(refused("matmul_add", x.rows))
     }
 
     fn swiglu_matmul_add(
         &self,
         gate: &SimTensor,
-        up: &SimTensor,
-        w: &SimWeight,
-        acc: &mut SimTensor,
+        _: &SimTensor,
+        _: &SimWeight,
+        _: &mut SimTensor,
     ) -> Result<(), BackendError> {
-        decode_only("swiglu_matmul_add", gate.rows)?;
-        ops::swiglu_matmul_add(&self.device, gate, up, w, acc)
+        Err(refused("swiglu_matmul_add", gate.rows))
     }
 
-    fn rows(&self, x: &SimTensor, start: usize, count: usize) -> Result<SimTensor, BackendError> {
-        decode_only("rows", count)?;
-        ops::rows(&self.device, x, start, count)
+    fn rows(&self, _: &SimTensor, _: usize, count: usize) -> Result<SimTensor, BackendError> {
+        Err(refused("rows", count))
     }
 
     fn slice_cols(
         &self,
         x: &SimTensor,
-        group: usize,
-        offset: usize,
-        width: usize,
+        _: usize,
+        _: usize,
+        _: usize,
     ) -> Result<SimTensor, BackendError> {
-        decode_only("slice_cols", x.rows)?;
-        ops::slice_cols(&self.device, x, group, offset, width)
+        Err(refused("slice_cols", x.rows))
     }
 
-    fn rms_norm(&self, x: &SimTensor, w: &SimTensor, eps: f32) -> Result<SimTensor, BackendError> {
-        decode_only("rms_norm", x.rows)?;
-        ops::rms_norm(&self.device, x, w, eps)
+    fn rms_norm(&self, x: &SimTensor, _: &SimTensor, _: f32) -> Result<SimTensor, BackendError> {
+        Err(refused("rms_norm", x.rows))
     }
 
-    fn l2_norm(
-        &self,
-        x: &SimTensor,
-        group: usize,
-        scale: f32,
-        eps: f32,
-    ) -> Result<SimTensor, BackendError> {
-        decode_only("l2_norm", x.rows)?;
-        ops::l2_norm(&self.device, x, group, scale, eps)
+    fn l2_norm(&self, x: &SimTensor, _: usize, _: f32, _: f32) -> Result<SimTensor, BackendError> {
+        Err(refused("l2_norm", x.rows))
     }
 
-    fn add(&self, x: &mut SimTensor, y: &SimTensor) -> Result<(), BackendError> {
-        decode_only("add", x.rows)?;
-        ops::add(&self.device, x, y)
+    fn add(&self, x: &mut SimTensor, _: &SimTensor) -> Result<(), BackendError> {
+        Err(refused("add", x.rows))
     }
 
-    fn swiglu(&self, gate: &SimTensor, up: &SimTensor) -> Result<SimTensor, BackendError> {
-        decode_only("swiglu", gate.rows)?;
-        ops::swiglu(&self.device, gate, up)
+    fn swiglu(&self, gate: &SimTensor, _: &SimTensor) -> Result<SimTensor, BackendError> {
+        Err(refused("swiglu", gate.rows))
     }
 
-    fn sigmoid_mul(&self, x: &SimTensor, gate: &SimTensor) -> Result<SimTensor, BackendError> {
-        decode_only("sigmoid_mul", x.rows)?;
-        ops::sigmoid_mul(&self.device, x, gate)
+    fn sigmoid_mul(&self, x: &SimTensor, _: &SimTensor) -> Result<SimTensor, BackendError> {
+        Err(refused("sigmoid_mul", x.rows))
     }
 
     fn rope(
         &self,
         x: &SimTensor,
-        head_dim: usize,
-        rot_dims: usize,
-        freq_base: f32,
-        pos0: usize,
+        _: usize,
+        _: usize,
+        _: f32,
+        _: usize,
     ) -> Result<SimTensor, BackendError> {
-        decode_only("rope", x.rows)?;
-        ops::rope(&self.device, x, head_dim, rot_dims, freq_base, pos0)
+        Err(refused("rope", x.rows))
     }
 
     fn attention(
         &self,
         q: &SimTensor,
-        k: &SimTensor,
-        v: &SimTensor,
-        k_cache: &mut SimTensor,
-        v_cache: &mut SimTensor,
-        pos0: usize,
-        shape: AttentionShape,
+        _: &SimTensor,
+        _: &SimTensor,
+        _: &mut SimTensor,
+        _: &mut SimTensor,
+        _: usize,
+        _: AttentionShape,
     ) -> Result<SimTensor, BackendError> {
-        decode_only("attention", q.rows)?;
-        ops::attention(&self.device, q, k, v, k_cache, v_cache, pos0, shape)
-    }
-
-    fn gated_attention(
-        &self,
-        q_and_gate: &SimTensor,
-        k: &SimTensor,
-        v: &SimTensor,
-        q_norm: &SimTensor,
-        k_norm: &SimTensor,
-        eps: f32,
-        rope: RopeShape,
-        k_cache: &mut SimTensor,
-        v_cache: &mut SimTensor,
-        pos0: usize,
-        shape: AttentionShape,
-    ) -> Result<SimTensor, BackendError> {
-        decode_only("gated_attention", q_and_gate.rows)?;
-        ops::gated_attention(
-            &self.device,
-            q_and_gate,
-            k,
-            v,
-            q_norm,
-            k_norm,
-            eps,
-            rope,
-            k_cache,
-            v_cache,
-            pos0,
-            shape,
-        )
+        Err(refused("attention", q.rows))
     }
 
     fn conv1d_silu(
         &self,
         x: &SimTensor,
-        w: &SimTensor,
-        state: &mut SimTensor,
+        _: &SimTensor,
+        _: &mut SimTensor,
     ) -> Result<SimTensor, BackendError> {
-        decode_only("conv1d_silu", x.rows)?;
-        ops::conv1d_silu(&self.device, x, w, state)
+        Err(refused("conv1d_silu", x.rows))
     }
 
     fn delta_net_gates(
         &self,
         alpha: &SimTensor,
-        beta: &SimTensor,
-        ssm_a: &SimTensor,
-        dt_bias: &SimTensor,
+        _: &SimTensor,
+        _: &SimTensor,
+        _: &SimTensor,
     ) -> Result<(SimTensor, SimTensor), BackendError> {
-        decode_only("delta_net_gates", alpha.rows)?;
-        ops::delta_net_gates(&self.device, alpha, beta, ssm_a, dt_bias)
+        Err(refused("delta_net_gates", alpha.rows))
     }
 
     fn delta_rule(
         &self,
         q: &SimTensor,
-        k: &SimTensor,
-        v: &SimTensor,
-        g: &SimTensor,
-        beta: &SimTensor,
-        state: &mut SimTensor,
-        shape: DeltaNetShape,
+        _: &SimTensor,
+        _: &SimTensor,
+        _: &SimTensor,
+        _: &SimTensor,
+        _: &mut SimTensor,
+        _: DeltaNetShape,
     ) -> Result<SimTensor, BackendError> {
-        decode_only("delta_rule", q.rows)?;
-        ops::delta_rule(&self.device, q, k, v, g, beta, state, shape)
-    }
-
-    fn conv_qkv_norm(
-        &self,
-        m: &SimTensor,
-        w: &SimTensor,
-        state: &mut SimTensor,
-        shape: DeltaNetShape,
-        q_scale: f32,
-        eps: f32,
-    ) -> Result<Qkv<SimTensor>, BackendError> {
-        decode_only("conv_qkv_norm", m.rows)?;
-        ops::conv_qkv_norm(&self.device, m, w, state, shape, q_scale, eps)
-    }
-
-    fn gated_delta_rule(
-        &self,
-        q: &SimTensor,
-        k: &SimTensor,
-        v: &SimTensor,
-        alpha: &SimTensor,
-        beta: &SimTensor,
-        ssm_a: &SimTensor,
-        dt_bias: &SimTensor,
-        state: &mut SimTensor,
-        shape: DeltaNetShape,
-    ) -> Result<SimTensor, BackendError> {
-        decode_only("gated_delta_rule", q.rows)?;
-        ops::gated_delta_rule(
-            &self.device,
-            q,
-            k,
-            v,
-            alpha,
-            beta,
-            ssm_a,
-            dt_bias,
-            state,
-            shape,
-        )
+        Err(refused("delta_rule", q.rows))
     }
 
     fn gated_rms_norm(
         &self,
         x: &SimTensor,
-        z: &SimTensor,
-        w: &SimTensor,
-        eps: f32,
+        _: &SimTensor,
+        _: &SimTensor,
+        _: f32,
     ) -> Result<SimTensor, BackendError> {
-        decode_only("gated_rms_norm", x.rows)?;
-        ops::gated_rms_norm(&self.device, x, z, w, eps)
+        Err(refused("gated_rms_norm", x.rows))
     }
+
+    fn status(&self) -> Result<(), BackendError> {
+        match self.failure.lock().unwrap().as_ref() {
+            Some(message) => Err(BackendError::Device(message.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// The simulator runs each dispatch at once.
+    fn synchronize(&self) {}
+
+    fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        work()
+    }
+
+    fn set_profiling(&self, _: bool) {}
 
     /// Dispatches since the last call (the simulator has no submits).
     fn take_stats(&self) -> BackendStats {
         BackendStats {
-            dispatches: self.device.take_dispatches(),
+            dispatches: std::mem::take(&mut *self.dispatches.lock().unwrap()),
             ..BackendStats::default()
         }
     }

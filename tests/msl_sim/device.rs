@@ -9,6 +9,7 @@ use qwen35::backend::metal::{Dispatch, MslDevice, MslKernel, WeightLayout, Weigh
 use qwen35::backend::BackendError;
 use qwen35::quant::{row_bytes, GgmlType};
 
+use super::backend::SimMemory;
 use super::{Counts, DeviceBuffer, Order, Program};
 
 pub struct SimTensor {
@@ -33,6 +34,38 @@ pub struct SimWeight {
     parts: Vec<(usize, usize, DeviceBuffer)>,
 }
 
+impl SimWeight {
+    /// A weight of `rows` rows of `cols` elements from its file bytes, in parts of at most
+    /// `max_part_rows` rows (as the wgpu backend splits weights past the binding limit).
+    pub fn new(
+        name: &str,
+        ty: GgmlType,
+        rows: usize,
+        cols: usize,
+        bytes: &[u8],
+        max_part_rows: usize,
+    ) -> SimWeight {
+        let row_bytes = row_bytes(ty, cols as u64).expect("whole blocks") as usize;
+        assert_eq!(rows * row_bytes, bytes.len(), "{name}: weight bytes");
+        let parts = (0..rows)
+            .step_by(max_part_rows.max(1))
+            .map(|first| {
+                let count = max_part_rows.min(rows - first);
+                let part = &bytes[first * row_bytes..(first + count) * row_bytes];
+                (first, count, DeviceBuffer::from_bytes(part))
+            })
+            .collect();
+        SimWeight {
+            name: name.into(),
+            ty,
+            rows,
+            cols,
+            row_bytes,
+            parts,
+        }
+    }
+}
+
 /// Totals over the dispatches so far.
 #[derive(Clone, Debug, Default)]
 pub struct SimStats {
@@ -48,6 +81,7 @@ pub struct SimDevice {
     pub order: Order,
     stats: Mutex<SimStats>,
     programs: Mutex<HashMap<MslKernel, Arc<Program>>>,
+    pub memory: SimMemory,
 }
 
 fn sim_error(kernel: MslKernel, detail: String) -> BackendError {
@@ -59,10 +93,16 @@ fn sim_error(kernel: MslKernel, detail: String) -> BackendError {
 
 impl SimDevice {
     pub fn new(order: Order) -> SimDevice {
+        SimDevice::with_weight_parts(order, usize::MAX)
+    }
+
+    /// A device whose uploaded weights are split into parts of at most `max_part_rows` rows.
+    pub fn with_weight_parts(order: Order, max_part_rows: usize) -> SimDevice {
         SimDevice {
             order,
             stats: Mutex::default(),
             programs: Mutex::default(),
+            memory: SimMemory::new(max_part_rows),
         }
     }
 
@@ -101,24 +141,7 @@ impl SimDevice {
         bytes: &[u8],
         max_part_rows: usize,
     ) -> SimWeight {
-        let row_bytes = row_bytes(ty, cols as u64).expect("whole blocks") as usize;
-        assert_eq!(rows * row_bytes, bytes.len(), "{name}: weight bytes");
-        let parts = (0..rows)
-            .step_by(max_part_rows.max(1))
-            .map(|first| {
-                let count = max_part_rows.min(rows - first);
-                let part = &bytes[first * row_bytes..(first + count) * row_bytes];
-                (first, count, DeviceBuffer::from_bytes(part))
-            })
-            .collect();
-        SimWeight {
-            name: name.into(),
-            ty,
-            rows,
-            cols,
-            row_bytes,
-            parts,
-        }
+        SimWeight::new(name, ty, rows, cols, bytes, max_part_rows)
     }
 
     fn program(&self, kernel: MslKernel) -> Result<Arc<Program>, BackendError> {
@@ -135,6 +158,11 @@ impl SimDevice {
     fn record(&self, kernel: MslKernel, counts: &Counts) {
         let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
         stats.dispatches += 1;
+        *self
+            .memory
+            .dispatches
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) += 1;
         stats.simd_calls += counts.simd_calls;
         stats.barriers += counts.barriers;
         stats.max_threadgroup_bytes = stats.max_threadgroup_bytes.max(counts.threadgroup_bytes);
@@ -146,6 +174,11 @@ impl MslDevice for SimDevice {
     type Tensor = SimTensor;
     type Weight = SimWeight;
     type Buffer = DeviceBuffer;
+    type Base = SimMemory;
+
+    fn base(&self) -> &SimMemory {
+        &self.memory
+    }
 
     fn dims(&self, x: &SimTensor) -> (usize, usize) {
         (x.rows, x.cols)
@@ -180,6 +213,7 @@ impl MslDevice for SimDevice {
     }
 
     fn dispatch(&self, d: &Dispatch<'_, DeviceBuffer>) -> Result<(), BackendError> {
+        self.memory.check_dispatch()?;
         let program = self.program(d.kernel)?;
         let params = DeviceBuffer::from_u32(d.params);
         let mut buffers = vec![&params];

@@ -4,10 +4,12 @@
 use std::sync::Arc;
 
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
+use crate::backend::sample_on_host;
 use crate::backend::{
     AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape, PendingRead, Qkv, RopeShape,
 };
 use crate::gguf::{GgufFile, TensorInfo};
+use crate::sample::Draw;
 
 impl GpuError {
     /// The trait's error for a failure of `op`; the device's own failures (no memory, a lost
@@ -115,6 +117,21 @@ impl Backend for Wgpu {
 
     fn argmax(&self, x: &GpuTensor) -> Result<GpuTensor, BackendError> {
         Wgpu::argmax(self, x).map_err(|e| e.into_backend("argmax"))
+    }
+
+    /// On the GPU where [`Wgpu::samples_on_gpu`], else on the host (a full-vocabulary draw).
+    fn sample(
+        &self,
+        logits: &mut GpuTensor,
+        recent: &mut GpuTensor,
+        slot: usize,
+        draw: &Draw,
+    ) -> Result<GpuTensor, BackendError> {
+        if Wgpu::samples_on_gpu(draw) {
+            Wgpu::sample(self, logits, recent, slot, draw).map_err(|e| e.into_backend("sample"))
+        } else {
+            sample_on_host(self, logits, recent, slot, draw)
+        }
     }
 
     fn write_rows(
@@ -347,6 +364,11 @@ impl Backend for Wgpu {
         } else if let Err(e) = self.device.poll(wgpu::PollType::wait_indefinitely()) {
             self.poison(GpuError::Readback(e.to_string()));
         }
+    }
+
+    /// Ops only record work, from any thread.
+    fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        work()
     }
 
     fn set_profiling(&self, on: bool) {

@@ -21,9 +21,6 @@ pub const FEATURES: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MA
 /// Invocations per subgroup the kernel is laid out for (WGSL `SUBGROUP_SIZE` of gemm_coop.wgsl).
 const SUBGROUP_SIZE: u32 = 32;
 
-/// Set to 0 to keep the f32 GEMM on an adapter that has cooperative matrices (for comparisons).
-const SWITCH: &str = "QWEN35_COOPERATIVE_MATRIX";
-
 /// Tokens and weight rows per workgroup of gemm_coop.wgsl (WGSL `TILE`).
 const TILE: usize = 128;
 /// Columns per step of gemm_coop.wgsl (WGSL `DEPTH`); the f16 scratch rows are padded to it.
@@ -37,11 +34,11 @@ const MAX_SCRATCH_BYTES: u64 = 256 << 20;
 const MIN_AGREEMENT: f64 = 0.9999;
 
 /// Ok when the cooperative GEMM can run on `adapter`, else why not.
-pub fn support(adapter: &wgpu::Adapter, subgroups: bool) -> Result<(), String> {
-    if std::env::var(SWITCH).as_deref() == Ok("0") {
-        return Err(format!("{SWITCH}=0"));
+pub fn support(adapter: &wgpu::Adapter, options: &super::GpuOptions) -> Result<(), String> {
+    if !options.cooperative_matrix {
+        return Err("turned off".into());
     }
-    if !subgroups {
+    if !options.subgroups {
         return Err("subgroup operations are off".into());
     }
     let missing: Vec<&str> = [

@@ -23,17 +23,15 @@ pub enum GpuError {
     #[error(
         "the GPU is out of memory: {what} needs {needed} bytes and {allocated} bytes are \
          already allocated{}",
-        limit.map(|l| format!(" of the {l} allowed by {}", super::MEMORY_LIMIT_VAR)).unwrap_or_default()
+        limit.map(|l| format!(" of the {l} allowed by the GPU memory limit")).unwrap_or_default()
     )]
     OutOfMemory {
         what: String,
         needed: u64,
         allocated: u64,
-        /// The cap set by [`super::MEMORY_LIMIT_VAR`], when one was.
+        /// The cap set by [`super::GpuOptions::memory_limit`], when one was.
         limit: Option<u64>,
     },
-    #[error("{var}={value:?} is not a number of bytes")]
-    BadMemoryLimit { var: &'static str, value: String },
     #[error("embedding: token {token} is outside the vocabulary of {vocab}")]
     TokenOutOfRange { token: u32, vocab: usize },
     #[error("GPU device error: {0}")]

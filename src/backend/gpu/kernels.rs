@@ -31,11 +31,11 @@ macro_rules! wgsl {
     };
 }
 
-const GRID: WgslFile = wgsl!("grid");
-const REDUCE: WgslFile = wgsl!("workgroup_reduce");
-const HALF: WgslFile = wgsl!("half");
-const BYTES: WgslFile = wgsl!("bytes");
-const WORDS: WgslFile = wgsl!("words");
+const GRID: WgslFile = wgsl!("lib/grid");
+const REDUCE: WgslFile = wgsl!("lib/workgroup_reduce");
+const HALF: WgslFile = wgsl!("lib/half");
+const BYTES: WgslFile = wgsl!("lib/bytes");
+const WORDS: WgslFile = wgsl!("lib/words");
 
 /// Weight rows per part of the fast GEMV kernels (WGSL `ROWS` of reduce_rows_*.wgsl). With
 /// parts of 32 invocations this was the fastest Q4_K and Q6_K GEMV of a sweep over 32–256
@@ -45,8 +45,8 @@ pub const GEMV_ROWS: usize = 2;
 /// subgroup where the device's subgroups have one fixed size, else a run of
 /// [`GEMV_SHARED_PART`] invocations summing through workgroup memory (WGSL `PART`, defined
 /// ahead of the files). Four parts of 32 decoded faster on the H200 than workgroups of one
-/// (runs 19–22): one-part workgroups cap the resident warps at half of what it holds, as it keeps
-/// at most 32 workgroups on an SM.
+/// (benches/results/): one-part workgroups cap the resident warps at half of what it holds, as
+/// it keeps at most 32 workgroups on an SM.
 pub const GEMV_PARTS: usize = 4;
 /// Invocations per part of the fast GEMVs without subgroups of a fixed size.
 pub const GEMV_SHARED_PART: usize = 32;
@@ -55,14 +55,14 @@ pub const GEMV_WORKGROUP_ROWS: usize = GEMV_ROWS * GEMV_PARTS;
 /// Invocations per workgroup of the kernels that do not set their own (WGSL `WG`).
 pub const DEFAULT_WG: usize = 64;
 
-const KQUANT_SCALES: WgslFile = wgsl!("kquant_scales");
-const QUANTIZE_QUAD: WgslFile = wgsl!("quantize_quad");
-const SMALL_INTS: WgslFile = wgsl!("small_ints");
-const Q4_K_SPAN_FACTORS: WgslFile = wgsl!("q4_k_span_factors");
-const Q6_K_SPAN: WgslFile = wgsl!("q6_k_span");
-const GEMV_ROWS_DOT: WgslFile = wgsl!("gemv_rows_dot");
-const SOFTPLUS: WgslFile = wgsl!("softplus");
-const ROPE_ANGLE: WgslFile = wgsl!("rope_angle");
+const KQUANT_SCALES: WgslFile = wgsl!("lib/kquant_scales");
+const QUANTIZE_QUAD: WgslFile = wgsl!("lib/quantize_quad");
+const SMALL_INTS: WgslFile = wgsl!("lib/small_ints");
+const Q4_K_SPAN_FACTORS: WgslFile = wgsl!("lib/q4_k_span_factors");
+const Q6_K_SPAN: WgslFile = wgsl!("lib/q6_k_span");
+const GEMV_ROWS_DOT: WgslFile = wgsl!("lib/gemv_rows_dot");
+const SOFTPLUS: WgslFile = wgsl!("lib/softplus");
+const ROPE_ANGLE: WgslFile = wgsl!("lib/rope_angle");
 
 /// A weight storage format with a GPU decoder: the file's blocks, bound as they are.
 #[allow(non_camel_case_types)]
@@ -132,15 +132,15 @@ impl WeightFormat {
     /// The decoder and the preludes it needs, in order.
     fn decoder(self) -> Vec<WgslFile> {
         match self {
-            WeightFormat::F32 => vec![HALF, BYTES, wgsl!("dequant_f32")],
-            WeightFormat::F16 => vec![HALF, BYTES, wgsl!("dequant_f16")],
-            WeightFormat::BF16 => vec![HALF, BYTES, wgsl!("dequant_bf16")],
-            WeightFormat::Q8_0 => vec![HALF, BYTES, wgsl!("dequant_q8_0")],
-            WeightFormat::Q4_0 => vec![HALF, BYTES, wgsl!("dequant_q4_0")],
-            WeightFormat::Q5_0 => vec![HALF, BYTES, wgsl!("dequant_q5_0")],
-            WeightFormat::Q4_K => vec![HALF, BYTES, KQUANT_SCALES, wgsl!("dequant_q4_k")],
-            WeightFormat::Q5_K => vec![HALF, BYTES, KQUANT_SCALES, wgsl!("dequant_q5_k")],
-            WeightFormat::Q6_K => vec![HALF, BYTES, wgsl!("dequant_q6_k")],
+            WeightFormat::F32 => vec![HALF, BYTES, wgsl!("lib/dequant_f32")],
+            WeightFormat::F16 => vec![HALF, BYTES, wgsl!("lib/dequant_f16")],
+            WeightFormat::BF16 => vec![HALF, BYTES, wgsl!("lib/dequant_bf16")],
+            WeightFormat::Q8_0 => vec![HALF, BYTES, wgsl!("lib/dequant_q8_0")],
+            WeightFormat::Q4_0 => vec![HALF, BYTES, wgsl!("lib/dequant_q4_0")],
+            WeightFormat::Q5_0 => vec![HALF, BYTES, wgsl!("lib/dequant_q5_0")],
+            WeightFormat::Q4_K => vec![HALF, BYTES, KQUANT_SCALES, wgsl!("lib/dequant_q4_k")],
+            WeightFormat::Q5_K => vec![HALF, BYTES, KQUANT_SCALES, wgsl!("lib/dequant_q5_k")],
+            WeightFormat::Q6_K => vec![HALF, BYTES, wgsl!("lib/dequant_q6_k")],
         }
     }
 
@@ -156,9 +156,9 @@ impl WeightFormat {
     /// The span reader of the fast GEMV and the preludes it needs, in order.
     fn gemv_spans(self) -> Vec<WgslFile> {
         match self {
-            WeightFormat::Q8_0 => vec![WORDS, wgsl!("gemv_q8_0")],
-            WeightFormat::Q4_K => vec![SMALL_INTS, Q4_K_SPAN_FACTORS, wgsl!("gemv_q4_k")],
-            WeightFormat::Q6_K => vec![WORDS, SMALL_INTS, Q6_K_SPAN, wgsl!("gemv_q6_k")],
+            WeightFormat::Q8_0 => vec![WORDS, wgsl!("lib/gemv_q8_0")],
+            WeightFormat::Q4_K => vec![SMALL_INTS, Q4_K_SPAN_FACTORS, wgsl!("lib/gemv_q4_k")],
+            WeightFormat::Q6_K => vec![WORDS, SMALL_INTS, Q6_K_SPAN, wgsl!("lib/gemv_q6_k")],
             _ => Vec::new(),
         }
     }
@@ -178,8 +178,8 @@ impl WeightFormat {
     /// The span reader against quantized activations and the preludes it needs, in order.
     fn integer_gemv_spans(self) -> Vec<WgslFile> {
         match self {
-            WeightFormat::Q4_K => vec![SMALL_INTS, Q4_K_SPAN_FACTORS, wgsl!("gemv_q4_k_int")],
-            WeightFormat::Q6_K => vec![WORDS, SMALL_INTS, Q6_K_SPAN, wgsl!("gemv_q6_k_int")],
+            WeightFormat::Q4_K => vec![SMALL_INTS, Q4_K_SPAN_FACTORS, wgsl!("lib/gemv_q4_k_int")],
+            WeightFormat::Q6_K => vec![WORDS, SMALL_INTS, Q6_K_SPAN, wgsl!("lib/gemv_q6_k_int")],
             _ => Vec::new(),
         }
     }
@@ -229,6 +229,12 @@ pub enum Kernel {
     Conv1dSilu,
     ConvQkvNorm,
     Argmax,
+    /// Sampling's repeat penalty, in place on the logits.
+    RepeatPenalty,
+    /// Sampling's first pass: the k best logits of each chunk.
+    TopKChunks,
+    /// Sampling's second pass: the k best candidates and the choice among them.
+    TopKDraw,
     DeltaNetGates,
     DeltaRule,
     /// The key-side factors of every chunk of the chunked delta rule.
@@ -282,6 +288,9 @@ impl Kernel {
             Kernel::Conv1dSilu,
             Kernel::ConvQkvNorm,
             Kernel::Argmax,
+            Kernel::RepeatPenalty,
+            Kernel::TopKChunks,
+            Kernel::TopKDraw,
             Kernel::DeltaNetGates,
             Kernel::DeltaRule,
             Kernel::DeltaRuleChunkFactors,
@@ -332,7 +341,9 @@ impl Kernel {
             Kernel::Conv1dSilu => "conv1d_silu".into(),
             Kernel::ConvQkvNorm => "conv_qkv_norm".into(),
             // Greedy decoding's token choice.
-            Kernel::Argmax => "sampling".into(),
+            Kernel::Argmax | Kernel::RepeatPenalty | Kernel::TopKChunks | Kernel::TopKDraw => {
+                "sampling".into()
+            }
             Kernel::DeltaNetGates => "delta_net_gates".into(),
             Kernel::DeltaRule => "delta_rule".into(),
             Kernel::DeltaRuleChunkFactors => "delta_rule chunk factors".into(),
@@ -354,39 +365,39 @@ impl Kernel {
     pub fn files(self, subgroups: bool) -> Vec<WgslFile> {
         let mut files = Vec::new();
         if self == Kernel::GemmCoop {
-            files.push(wgsl!("cooperative_matrix"));
+            files.push(wgsl!("lib/cooperative_matrix"));
         }
         files.push(GRID);
         match self {
             Kernel::Gemv(format) | Kernel::GemvSwiglu(format) if format.gemv_span().is_some() => {
                 files.push(reduce_rows(subgroups));
                 files.push(match self {
-                    Kernel::GemvSwiglu(_) => wgsl!("gemv_input_swiglu"),
-                    _ => wgsl!("gemv_input"),
+                    Kernel::GemvSwiglu(_) => wgsl!("lib/gemv_input_swiglu"),
+                    _ => wgsl!("lib/gemv_input"),
                 });
                 files.extend(format.gemv_spans());
-                files.extend([GEMV_ROWS_DOT, wgsl!("gemv_rows")]);
+                files.extend([GEMV_ROWS_DOT, wgsl!("kernels/gemv_rows")]);
             }
             Kernel::GemvQuantized(format) => {
                 assert!(format.has_integer_gemv(), "{format:?} has no integer GEMV");
-                files.extend([reduce_rows(subgroups), wgsl!("gemv_input_quantized")]);
+                files.extend([reduce_rows(subgroups), wgsl!("lib/gemv_input_quantized")]);
                 if format.has_several_gemv() {
-                    files.push(wgsl!("gemv_weight"));
+                    files.push(wgsl!("lib/gemv_weight"));
                 }
                 files.extend(format.integer_gemv_spans());
-                files.extend([GEMV_ROWS_DOT, wgsl!("gemv_rows")]);
+                files.extend([GEMV_ROWS_DOT, wgsl!("kernels/gemv_rows")]);
             }
             Kernel::GemvSeveral(format) => {
                 assert!(
                     format.has_several_gemv(),
                     "{format:?} has no several-weight GEMV"
                 );
-                files.extend([reduce_rows(subgroups), wgsl!("gemv_input_quantized")]);
+                files.extend([reduce_rows(subgroups), wgsl!("lib/gemv_input_quantized")]);
                 files.extend(format.integer_gemv_spans());
-                files.extend([GEMV_ROWS_DOT, wgsl!("gemv_several")]);
+                files.extend([GEMV_ROWS_DOT, wgsl!("kernels/gemv_several")]);
             }
             Kernel::QuantizeActivations => {
-                files.extend([QUANTIZE_QUAD, wgsl!("quantize_activations")]);
+                files.extend([QUANTIZE_QUAD, wgsl!("kernels/quantize_activations")]);
             }
             Kernel::GemvSwiglu(format) => {
                 unreachable!("{format:?} has no span reader, so no SwiGLU-input GEMV")
@@ -394,45 +405,52 @@ impl Kernel {
             Kernel::Gemv(format) => {
                 files.push(REDUCE);
                 files.extend(format.decoder());
-                files.push(wgsl!("gemv"));
+                files.push(wgsl!("kernels/gemv"));
             }
             Kernel::Gemm(format) => {
                 files.extend(format.decoder());
-                files.push(wgsl!("gemm"));
+                files.push(wgsl!("kernels/gemm"));
             }
             Kernel::HalfWeights(format) => {
                 files.extend(format.decoder());
-                files.push(wgsl!("half_weights"));
+                files.push(wgsl!("kernels/half_weights"));
             }
-            Kernel::HalfActivations => files.push(wgsl!("half_activations")),
-            Kernel::GemmCoop => files.push(wgsl!("gemm_coop")),
+            Kernel::HalfActivations => files.push(wgsl!("kernels/half_activations")),
+            Kernel::GemmCoop => files.push(wgsl!("kernels/gemm_coop")),
             Kernel::Embed(format) => {
                 files.extend(format.decoder());
-                files.push(wgsl!("embed"));
+                files.push(wgsl!("kernels/embed"));
             }
-            Kernel::Add => files.push(wgsl!("add")),
-            Kernel::Swiglu => files.push(wgsl!("swiglu")),
-            Kernel::SigmoidMul => files.push(wgsl!("sigmoid_mul")),
-            Kernel::SliceCols => files.push(wgsl!("slice_cols")),
-            Kernel::CopyRows => files.push(wgsl!("copy_rows")),
-            Kernel::RmsNorm => files.extend([REDUCE, wgsl!("rms_norm")]),
+            Kernel::Add => files.push(wgsl!("kernels/add")),
+            Kernel::Swiglu => files.push(wgsl!("kernels/swiglu")),
+            Kernel::SigmoidMul => files.push(wgsl!("kernels/sigmoid_mul")),
+            Kernel::SliceCols => files.push(wgsl!("kernels/slice_cols")),
+            Kernel::CopyRows => files.push(wgsl!("kernels/copy_rows")),
+            Kernel::RmsNorm => files.extend([REDUCE, wgsl!("kernels/rms_norm")]),
             Kernel::RmsNormQuantized => {
-                files.extend([REDUCE, QUANTIZE_QUAD, wgsl!("rms_norm_quantized")]);
+                files.extend([REDUCE, QUANTIZE_QUAD, wgsl!("kernels/rms_norm_quantized")]);
             }
-            Kernel::L2Norm => files.extend([REDUCE, wgsl!("l2_norm")]),
-            Kernel::Rope => files.extend([ROPE_ANGLE, wgsl!("rope")]),
-            Kernel::QkNormRope => files.extend([REDUCE, ROPE_ANGLE, wgsl!("qk_norm_rope")]),
-            Kernel::Attention => files.extend([REDUCE, wgsl!("attention")]),
-            Kernel::AttentionBlocks => files.extend([REDUCE, wgsl!("attention_blocks")]),
-            Kernel::AttentionCombine => files.push(wgsl!("attention_combine")),
-            Kernel::Conv1dSilu => files.push(wgsl!("conv1d_silu")),
-            Kernel::ConvQkvNorm => files.extend([REDUCE, wgsl!("conv_qkv_norm")]),
-            Kernel::Argmax => files.push(wgsl!("argmax")),
-            Kernel::DeltaNetGates => files.extend([SOFTPLUS, wgsl!("delta_net_gates")]),
-            Kernel::DeltaRule => files.extend([SOFTPLUS, wgsl!("delta_rule")]),
-            Kernel::AttentionPrefill => files.push(wgsl!("attention_prefill")),
-            Kernel::DeltaRuleChunkFactors => files.push(wgsl!("delta_rule_chunk_factors")),
-            Kernel::DeltaRuleChunked => files.push(wgsl!("delta_rule_chunked")),
+            Kernel::L2Norm => files.extend([REDUCE, wgsl!("kernels/l2_norm")]),
+            Kernel::Rope => files.extend([ROPE_ANGLE, wgsl!("kernels/rope")]),
+            Kernel::QkNormRope => files.extend([REDUCE, ROPE_ANGLE, wgsl!("kernels/qk_norm_rope")]),
+            Kernel::Attention => files.extend([REDUCE, wgsl!("kernels/attention")]),
+            Kernel::AttentionBlocks => files.extend([REDUCE, wgsl!("kernels/attention_blocks")]),
+            Kernel::AttentionCombine => files.push(wgsl!("kernels/attention_combine")),
+            Kernel::Conv1dSilu => files.push(wgsl!("kernels/conv1d_silu")),
+            Kernel::ConvQkvNorm => files.extend([REDUCE, wgsl!("kernels/conv_qkv_norm")]),
+            Kernel::Argmax => files.push(wgsl!("kernels/argmax")),
+            Kernel::RepeatPenalty => files.push(wgsl!("kernels/repeat_penalty")),
+            Kernel::TopKChunks => {
+                files.extend([wgsl!("lib/top_k_rounds"), wgsl!("kernels/top_k_chunks")])
+            }
+            Kernel::TopKDraw => {
+                files.extend([wgsl!("lib/top_k_rounds"), wgsl!("kernels/top_k_draw")])
+            }
+            Kernel::DeltaNetGates => files.extend([SOFTPLUS, wgsl!("kernels/delta_net_gates")]),
+            Kernel::DeltaRule => files.extend([SOFTPLUS, wgsl!("kernels/delta_rule")]),
+            Kernel::AttentionPrefill => files.push(wgsl!("kernels/attention_prefill")),
+            Kernel::DeltaRuleChunkFactors => files.push(wgsl!("kernels/delta_rule_chunk_factors")),
+            Kernel::DeltaRuleChunked => files.push(wgsl!("kernels/delta_rule_chunked")),
         }
         files
     }
@@ -458,6 +476,8 @@ impl Kernel {
             Kernel::RmsNorm => 256,
             // A 5120-wide row in ten chunks of 512 values (rms_norm_quantized.wgsl).
             Kernel::RmsNormQuantized => 128,
+            // A chunk of 4096 logits is 16 a invocation (top_k_chunks.wgsl `PER`).
+            Kernel::TopKChunks | Kernel::TopKDraw => 256,
             _ => DEFAULT_WG,
         }
     }
@@ -491,9 +511,9 @@ impl Kernel {
 /// The per-row workgroup sums of the span GEMVs.
 fn reduce_rows(subgroups: bool) -> WgslFile {
     if subgroups {
-        wgsl!("reduce_rows_subgroup")
+        wgsl!("lib/reduce_rows_subgroup")
     } else {
-        wgsl!("reduce_rows_shared")
+        wgsl!("lib/reduce_rows_shared")
     }
 }
 
@@ -547,12 +567,10 @@ pub fn kernel_sources() -> Vec<KernelSource> {
 }
 
 /// The runtime checks naga adds to the kernels: buffer bounds always; loop bounding and guarded
-/// integer division only with `QWEN35_SHADER_CHECKS=all`. Those two cost ALU in every inner loop
-/// (decode of the 27B shape ran 23% faster on the H200 without them) and guard against what
-/// these kernels do not do: loop without bound, divide by zero.
-fn shader_checks() -> wgpu::ShaderRuntimeChecks {
+/// integer division only with `all` ([`super::GpuOptions::all_shader_checks`]).
+fn shader_checks(all: bool) -> wgpu::ShaderRuntimeChecks {
     let mut checks = wgpu::ShaderRuntimeChecks::checked();
-    if std::env::var("QWEN35_SHADER_CHECKS").as_deref() != Ok("all") {
+    if !all {
         checks.force_loop_bounding = false;
         checks.int_div_checks = false;
     }
@@ -565,6 +583,8 @@ pub struct Pipelines {
     /// The subgroup size of the device where it has one fixed size (and a workgroup of
     /// [`GEMV_PARTS`] subgroups is allowed): the fast GEMVs' parts are then its subgroups.
     gemv_subgroup: Option<usize>,
+    /// Every runtime check in the kernels ([`shader_checks`]).
+    all_shader_checks: bool,
 }
 
 impl Pipelines {
@@ -573,6 +593,7 @@ impl Pipelines {
     pub fn build(
         device: &wgpu::Device,
         adapter: &wgpu::AdapterInfo,
+        all_shader_checks: bool,
     ) -> Result<Pipelines, GpuError> {
         let size = adapter.subgroup_min_size as usize;
         let fixed_size = device.features().contains(wgpu::Features::SUBGROUP)
@@ -582,6 +603,7 @@ impl Pipelines {
         let mut pipelines = Pipelines {
             by_kernel: HashMap::new(),
             gemv_subgroup: fixed_size.then_some(size),
+            all_shader_checks,
         };
         for kernel in Kernel::all() {
             if !kernel.needs_cooperative_matrix() {
@@ -619,7 +641,9 @@ impl Pipelines {
         };
         // SAFETY: every loop in wgsl/ is bounded by its parameters, and no kernel divides by a
         // parameter the host has not checked to be non-zero; buffer bounds checks stay on.
-        let module = unsafe { device.create_shader_module_trusted(descriptor, shader_checks()) };
+        let module = unsafe {
+            device.create_shader_module_trusted(descriptor, shader_checks(self.all_shader_checks))
+        };
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(&name),
             layout: None,

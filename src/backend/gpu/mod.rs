@@ -11,9 +11,13 @@ mod delta_chunks;
 mod error;
 mod kernels;
 mod memory;
+pub mod msl_kernels;
 mod ops;
+mod options;
 mod profiler;
+mod program;
 mod recorder;
+mod sampling;
 
 use std::sync::{Arc, Mutex};
 
@@ -21,15 +25,12 @@ pub use error::GpuError;
 pub use kernels::{kernel_sources, KernelSource, WeightFormat};
 pub use memory::{GpuTensor, GpuWeight};
 pub use ops::{ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS};
+pub use options::GpuOptions;
+pub use sampling::MAX_TOP_K;
 
 use kernels::Pipelines;
-pub(crate) use recorder::Program;
+pub(crate) use program::Program;
 use recorder::{Binding, Recorder};
-
-/// The environment variable that caps the bytes the backend allocates on the device: an
-/// allocation past it fails as out of memory, as one past the device's memory does (to share a
-/// GPU with other programs, and to test running out without filling a real device).
-pub const MEMORY_LIMIT_VAR: &str = "QWEN35_GPU_MEMORY_LIMIT";
 
 /// The device, its pipelines and the recorder of the current forward.
 pub struct Wgpu {
@@ -41,7 +42,7 @@ pub struct Wgpu {
     binding_limit: u64,
     /// Device bytes allocated so far (weights, tensors; pooled buffers are never freed).
     allocated_bytes: std::sync::atomic::AtomicU64,
-    /// A cap on `allocated_bytes` below the device's own ([`MEMORY_LIMIT_VAR`]).
+    /// A cap on `allocated_bytes` below the device's own ([`GpuOptions::memory_limit`]).
     memory_limit: Option<u64>,
     /// The first error wgpu reported outside an error scope; every later op fails with it.
     device_error: Arc<Mutex<Option<String>>>,
@@ -54,14 +55,11 @@ pub struct Wgpu {
     /// The normed input of the last projection, reused by the next of the same input.
     last_normed: Mutex<Option<ops::LastNormed>>,
     /// Whether the GEMVs of formats with an integer span reader take quantized activations
-    /// (off with [`INTEGER_GEMV_VAR`]`=0`, to compare).
+    /// ([`GpuOptions::integer_gemv`]).
     integer_gemv: bool,
     /// The quantized input of the last integer GEMV, reused by the next of the same input.
     last_quantized: Mutex<Option<ops::LastQuantized>>,
 }
-
-/// `QWEN35_INTEGER_GEMV=0` keeps every decode GEMV on f32 activations.
-pub const INTEGER_GEMV_VAR: &str = "QWEN35_INTEGER_GEMV";
 
 /// The adapter [`Wgpu::new`] would open, without opening it: a caller can tell a software
 /// rasterizer (`device_type` Cpu, e.g. lavapipe) before it starts anything long.
@@ -91,17 +89,24 @@ impl Wgpu {
     /// Opens the best adapter wgpu finds (`WGPU_BACKEND` and `WGPU_ADAPTER_NAME` narrow the
     /// choice), with every limit the adapter offers, and builds all pipelines.
     pub fn new() -> Result<Wgpu, GpuError> {
-        Wgpu::open(true, None)
+        Wgpu::with_options(&GpuOptions::default())
+    }
+
+    /// [`Wgpu::new`] set up by `options`.
+    pub fn with_options(options: &GpuOptions) -> Result<Wgpu, GpuError> {
+        Wgpu::open(options, None)
     }
 
     /// [`Wgpu::new`] with the kernels that need no subgroup operations even where the adapter
     /// has them (tests run both variants on one adapter).
     pub fn without_subgroups() -> Result<Wgpu, GpuError> {
-        Wgpu::open(false, None)
+        Wgpu::with_options(&GpuOptions {
+            subgroups: false,
+            ..GpuOptions::default()
+        })
     }
 
-    /// This backend with the decode GEMVs on integer activations (the default) or on f32 ones
-    /// (as with [`INTEGER_GEMV_VAR`]`=0`).
+    /// This backend with the decode GEMVs on integer activations (the default) or on f32 ones.
     pub fn with_integer_gemv(mut self, on: bool) -> Wgpu {
         self.integer_gemv = on;
         self
@@ -117,27 +122,14 @@ impl Wgpu {
         self.cooperative_matrix
     }
 
-    /// [`Wgpu::new`] on a Metal adapter only, with MSL passthrough shaders where it has them
-    /// (for the Metal backend).
-    pub(crate) fn new_metal() -> Result<Wgpu, GpuError> {
-        Wgpu::open(true, Some(wgpu::Backends::METAL))
+    /// [`Wgpu::with_options`] on a Metal adapter only, with MSL passthrough shaders where it has
+    /// them (for the Metal backend).
+    pub(crate) fn new_metal(options: &GpuOptions) -> Result<Wgpu, GpuError> {
+        Wgpu::open(options, Some(wgpu::Backends::METAL))
     }
 
-    fn open(subgroups: bool, backends: Option<wgpu::Backends>) -> Result<Wgpu, GpuError> {
-        let memory_limit = match std::env::var(MEMORY_LIMIT_VAR) {
-            Ok(bytes) => {
-                Some(
-                    bytes
-                        .trim()
-                        .parse::<u64>()
-                        .map_err(|_| GpuError::BadMemoryLimit {
-                            var: MEMORY_LIMIT_VAR,
-                            value: bytes.clone(),
-                        })?,
-                )
-            }
-            Err(_) => None,
-        };
+    fn open(options: &GpuOptions, backends: Option<wgpu::Backends>) -> Result<Wgpu, GpuError> {
+        let subgroups = options.subgroups;
         let adapter = request_adapter(backends)?;
         let info = adapter.get_info();
         // Only optional speed-ups: kernels and the profile fall back when one is missing.
@@ -146,7 +138,7 @@ impl Wgpu {
         if subgroups {
             wanted |= wgpu::Features::SUBGROUP;
         }
-        let mut cooperative = match cooperative::support(&adapter, subgroups) {
+        let mut cooperative = match cooperative::support(&adapter, options) {
             Ok(()) => true,
             Err(reason) => {
                 log::info!("wgpu: prefill GEMM in f32 tiles (no cooperative matrices: {reason})");
@@ -204,7 +196,7 @@ impl Wgpu {
                 *first = Some(lost.trim_end().to_string());
             }
         });
-        let mut pipelines = Pipelines::build(&device, &info)?;
+        let mut pipelines = Pipelines::build(&device, &info, options.all_shader_checks)?;
         let cooperative = cooperative && cooperative::add_pipelines(&mut pipelines, &device);
         let limits = device.limits();
         let binding_limit = limits
@@ -226,13 +218,13 @@ impl Wgpu {
             pipelines,
             binding_limit,
             allocated_bytes: 0.into(),
-            memory_limit,
+            memory_limit: options.memory_limit,
             device_error,
             buffer_pool: Default::default(),
             rope_tables: Mutex::new(Default::default()),
             cooperative_matrix: cooperative,
             last_normed: Mutex::new(None),
-            integer_gemv: std::env::var(INTEGER_GEMV_VAR).as_deref() != Ok("0"),
+            integer_gemv: options.integer_gemv,
             last_quantized: Mutex::new(None),
         };
         if cooperative {

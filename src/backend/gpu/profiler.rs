@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::mpsc;
 
-use super::recorder::Program;
+use super::program::Program;
 use super::GpuError;
 use crate::backend::{BackendStats, OpTiming};
 

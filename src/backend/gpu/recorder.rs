@@ -20,8 +20,8 @@ use std::sync::Mutex;
 
 use super::kernels::{Kernel, Pipelines};
 use super::profiler::{Profiler, MAX_STAMPED_DISPATCHES};
+use super::program::Program;
 use super::GpuError;
-use crate::backend::metal::MslKernel;
 use crate::backend::BackendStats;
 
 /// The most u32 words a kernel's parameter struct has.
@@ -94,30 +94,6 @@ impl ParamArena {
         }
         self.staged.clear();
         self.used = 0;
-    }
-}
-
-/// What a dispatch runs: a WGSL kernel of [`Pipelines`] or an MSL kernel of the Metal backend.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Program {
-    Wgsl(Kernel),
-    Msl(MslKernel),
-}
-
-impl Program {
-    fn name(self) -> String {
-        match self {
-            Program::Wgsl(kernel) => kernel.name(),
-            Program::Msl(kernel) => kernel.name(),
-        }
-    }
-
-    /// The op class the profile counts it in.
-    pub fn class(self) -> String {
-        match self {
-            Program::Wgsl(kernel) => kernel.class(),
-            Program::Msl(kernel) => kernel.class(),
-        }
     }
 }
 

@@ -2,6 +2,9 @@
 //! ops (an activation of one row) dispatched as the hand-written MSL kernels through wgpu's MSL
 //! passthrough, and everything else (prefill) as the WGSL kernels.
 //!
+//! [`Metal`] is generic over its [`MslDevice`], so the MSL simulator of the tests runs this very
+//! glue (which op goes to which kernel set, reads, the device's status) with its own device.
+//!
 //! A passthrough pipeline has no reflection, so each gets an explicit layout: binding 0 is the
 //! parameter struct (uniform), bindings 1.. the kernel's buffers in order. wgpu's Metal backend
 //! gives the buffers of a layout `[[buffer(0)]]`, `[[buffer(1)]]`, … in binding order, which is
@@ -11,13 +14,15 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::kernels::{Access, MslKernel};
 use super::ops::{self, Dispatch, MslDevice, WeightLayout, WeightPart};
-use crate::backend::gpu::{GpuError, GpuTensor, GpuWeight, Program, Wgpu};
+use crate::backend::gpu::msl_kernels::{Access, MslKernel};
+use crate::backend::gpu::{GpuError, GpuOptions, GpuTensor, GpuWeight, Program, Wgpu};
 use crate::backend::{
-    AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape, Qkv, RopeShape,
+    rms_norm_matmul_each, AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape,
+    PendingRead, Qkv, RopeShape,
 };
 use crate::gguf::{GgufFile, TensorInfo};
+use crate::sample::Draw;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MetalError {
@@ -143,16 +148,38 @@ fn pipeline_layout(device: &wgpu::Device, kernel: MslKernel) -> wgpu::PipelineLa
     })
 }
 
-/// The Metal backend: [`Wgpu`] on a Metal adapter plus the MSL pipelines.
-pub struct Metal {
+/// A Metal GPU as the MSL kernels see it: [`Wgpu`] on a Metal adapter plus the MSL pipelines.
+pub struct MetalDevice {
     gpu: Wgpu,
     pipelines: MslPipelines,
+}
+
+/// The Metal backend: MSL kernels for the ops that have one, on `D`, and `D`'s
+/// [`MslDevice::Base`] for the rest and for memory.
+pub struct Metal<D: MslDevice = MetalDevice> {
+    device: D,
+}
+
+impl<D: MslDevice> Metal<D> {
+    /// The backend over `device` (the tests' simulator; [`Metal::new`] opens a real one).
+    pub fn on(device: D) -> Metal<D> {
+        Metal { device }
+    }
+
+    pub fn device(&self) -> &D {
+        &self.device
+    }
 }
 
 impl Metal {
     /// Opens the Metal adapter and builds the WGSL and MSL pipelines; elsewhere, says why not.
     pub fn new() -> Result<Metal, MetalError> {
-        let gpu = match Wgpu::new_metal() {
+        Metal::with_options(&GpuOptions::default())
+    }
+
+    /// [`Metal::new`] with the WGSL side set up by `options`.
+    pub fn with_options(options: &GpuOptions) -> Result<Metal, MetalError> {
+        let gpu = match Wgpu::new_metal(options) {
             Ok(gpu) => gpu,
             Err(GpuError::NoAdapter(_)) => {
                 return Err(MetalError::NoMetalAdapter {
@@ -171,11 +198,11 @@ impl Metal {
             });
         }
         let pipelines = MslPipelines::build(gpu.device())?;
-        Ok(Metal { gpu, pipelines })
+        Ok(Metal::on(MetalDevice { gpu, pipelines }))
     }
 
     pub fn adapter_description(&self) -> String {
-        self.gpu.adapter_description()
+        self.device.gpu.adapter_description()
     }
 }
 
@@ -186,10 +213,15 @@ fn gpu_error(op: &'static str, error: GpuError) -> BackendError {
     }
 }
 
-impl MslDevice for Metal {
+impl MslDevice for MetalDevice {
     type Tensor = GpuTensor;
     type Weight = GpuWeight;
     type Buffer = wgpu::Buffer;
+    type Base = Wgpu;
+
+    fn base(&self) -> &Wgpu {
+        &self.gpu
+    }
 
     fn dims(&self, x: &GpuTensor) -> (usize, usize) {
         x.dims()
@@ -239,242 +271,265 @@ impl MslDevice for Metal {
     }
 }
 
-/// Decode: the activation is a single row (one token), which the MSL kernels take.
-fn decode(x: &GpuTensor) -> bool {
-    x.rows == 1
+impl<D: MslDevice> Metal<D> {
+    /// Decode: the activation is a single row (one token), which the MSL kernels take.
+    fn decode(&self, x: &D::Tensor) -> bool {
+        self.device.dims(x).0 == 1
+    }
 }
 
-impl Backend for Metal {
-    type Tensor = GpuTensor;
-    type Weight = GpuWeight;
+impl<D: MslDevice + Send + Sync> Backend for Metal<D> {
+    type Tensor = D::Tensor;
+    type Weight = D::Weight;
 
     fn upload_weight(
         &self,
         file: &Arc<GgufFile>,
         info: &TensorInfo,
-    ) -> Result<GpuWeight, BackendError> {
-        Backend::upload_weight(&self.gpu, file, info)
+    ) -> Result<D::Weight, BackendError> {
+        Backend::upload_weight(self.device.base(), file, info)
     }
 
-    fn upload(&self, rows: usize, cols: usize, data: &[f32]) -> Result<GpuTensor, BackendError> {
-        Backend::upload(&self.gpu, rows, cols, data)
+    fn upload(&self, rows: usize, cols: usize, data: &[f32]) -> Result<D::Tensor, BackendError> {
+        Backend::upload(self.device.base(), rows, cols, data)
     }
 
-    fn zeros(&self, rows: usize, cols: usize) -> GpuTensor {
-        Backend::zeros(&self.gpu, rows, cols)
+    fn zeros(&self, rows: usize, cols: usize) -> D::Tensor {
+        Backend::zeros(self.device.base(), rows, cols)
     }
 
-    fn dims(&self, x: &GpuTensor) -> (usize, usize) {
-        x.dims()
+    fn dims(&self, x: &D::Tensor) -> (usize, usize) {
+        self.device.dims(x)
     }
 
-    fn read_rows(&self, x: &GpuTensor, start: usize, count: usize) -> Vec<f32> {
-        Backend::read_rows(&self.gpu, x, start, count)
+    fn read_rows(&self, x: &D::Tensor, start: usize, count: usize) -> Vec<f32> {
+        Backend::read_rows(self.device.base(), x, start, count)
     }
 
     fn write_rows(
         &self,
-        x: &mut GpuTensor,
+        x: &mut D::Tensor,
         start: usize,
         data: &[f32],
     ) -> Result<(), BackendError> {
-        Backend::write_rows(&self.gpu, x, start, data)
+        Backend::write_rows(self.device.base(), x, start, data)
     }
 
-    fn embed(&self, table: &GpuWeight, tokens: &[u32]) -> Result<GpuTensor, BackendError> {
-        if tokens.len() == 1 && table.cols.is_multiple_of(32) {
-            ops::embed(self, table, tokens)
+    fn embed(&self, table: &D::Weight, tokens: &[u32]) -> Result<D::Tensor, BackendError> {
+        if tokens.len() == 1 && self.device.weight(table).cols.is_multiple_of(32) {
+            ops::embed(&self.device, table, tokens)
         } else {
-            Backend::embed(&self.gpu, table, tokens)
+            Backend::embed(self.device.base(), table, tokens)
         }
     }
 
-    fn embed_ids(&self, table: &GpuWeight, ids: &GpuTensor) -> Result<GpuTensor, BackendError> {
-        if decode(ids) && table.cols.is_multiple_of(32) {
-            ops::embed_ids(self, table, ids)
+    fn embed_ids(&self, table: &D::Weight, ids: &D::Tensor) -> Result<D::Tensor, BackendError> {
+        if self.decode(ids) && self.device.weight(table).cols.is_multiple_of(32) {
+            ops::embed_ids(&self.device, table, ids)
         } else {
-            Backend::embed_ids(&self.gpu, table, ids)
+            Backend::embed_ids(self.device.base(), table, ids)
         }
     }
 
-    fn argmax(&self, x: &GpuTensor) -> Result<GpuTensor, BackendError> {
-        if decode(x) {
-            ops::argmax(self, x)
+    fn argmax(&self, x: &D::Tensor) -> Result<D::Tensor, BackendError> {
+        if self.decode(x) {
+            ops::argmax(&self.device, x)
         } else {
-            Backend::argmax(&self.gpu, x)
+            Backend::argmax(self.device.base(), x)
         }
     }
 
-    fn matmul(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, BackendError> {
-        if decode(x) && ops::has_gemv(self, w) {
-            ops::matmul(self, x, w)
+    fn matmul(&self, x: &D::Tensor, w: &D::Weight) -> Result<D::Tensor, BackendError> {
+        if self.decode(x) && ops::has_gemv(&self.device, w) {
+            ops::matmul(&self.device, x, w)
         } else {
-            Backend::matmul(&self.gpu, x, w)
+            Backend::matmul(self.device.base(), x, w)
         }
     }
 
     fn rms_norm_matmul(
         &self,
-        x: &GpuTensor,
-        norm: &GpuTensor,
+        x: &D::Tensor,
+        norm: &D::Tensor,
         eps: f32,
-        w: &GpuWeight,
-    ) -> Result<GpuTensor, BackendError> {
-        if decode(x) && ops::has_gemv(self, w) {
-            ops::rms_norm_matmul(self, x, norm, eps, w)
+        w: &D::Weight,
+    ) -> Result<D::Tensor, BackendError> {
+        if self.decode(x) && ops::has_gemv(&self.device, w) {
+            ops::rms_norm_matmul(&self.device, x, norm, eps, w)
         } else {
-            Backend::rms_norm_matmul(&self.gpu, x, norm, eps, w)
+            Backend::rms_norm_matmul(self.device.base(), x, norm, eps, w)
         }
     }
 
     fn matmul_add(
         &self,
-        x: &GpuTensor,
-        w: &GpuWeight,
-        acc: &mut GpuTensor,
+        x: &D::Tensor,
+        w: &D::Weight,
+        acc: &mut D::Tensor,
     ) -> Result<(), BackendError> {
-        if decode(x) && ops::has_gemv(self, w) {
-            ops::matmul_add(self, x, w, acc)
+        if self.decode(x) && ops::has_gemv(&self.device, w) {
+            ops::matmul_add(&self.device, x, w, acc)
         } else {
-            Backend::matmul_add(&self.gpu, x, w, acc)
+            Backend::matmul_add(self.device.base(), x, w, acc)
         }
     }
 
     fn swiglu_matmul_add(
         &self,
-        gate: &GpuTensor,
-        up: &GpuTensor,
-        w: &GpuWeight,
-        acc: &mut GpuTensor,
+        gate: &D::Tensor,
+        up: &D::Tensor,
+        w: &D::Weight,
+        acc: &mut D::Tensor,
     ) -> Result<(), BackendError> {
-        if decode(gate) && ops::has_gemv(self, w) {
-            ops::swiglu_matmul_add(self, gate, up, w, acc)
+        if self.decode(gate) && ops::has_gemv(&self.device, w) {
+            ops::swiglu_matmul_add(&self.device, gate, up, w, acc)
         } else {
-            Backend::swiglu_matmul_add(&self.gpu, gate, up, w, acc)
+            Backend::swiglu_matmul_add(self.device.base(), gate, up, w, acc)
         }
     }
 
-    fn rows(&self, x: &GpuTensor, start: usize, count: usize) -> Result<GpuTensor, BackendError> {
+    fn rows(&self, x: &D::Tensor, start: usize, count: usize) -> Result<D::Tensor, BackendError> {
         if count == 1 {
-            ops::rows(self, x, start, count)
+            ops::rows(&self.device, x, start, count)
         } else {
-            Backend::rows(&self.gpu, x, start, count)
+            Backend::rows(self.device.base(), x, start, count)
         }
     }
 
     fn slice_cols(
         &self,
-        x: &GpuTensor,
+        x: &D::Tensor,
         group: usize,
         offset: usize,
         width: usize,
-    ) -> Result<GpuTensor, BackendError> {
-        if decode(x) {
-            ops::slice_cols(self, x, group, offset, width)
+    ) -> Result<D::Tensor, BackendError> {
+        if self.decode(x) {
+            ops::slice_cols(&self.device, x, group, offset, width)
         } else {
-            Backend::slice_cols(&self.gpu, x, group, offset, width)
+            Backend::slice_cols(self.device.base(), x, group, offset, width)
         }
     }
 
-    fn rms_norm(&self, x: &GpuTensor, w: &GpuTensor, eps: f32) -> Result<GpuTensor, BackendError> {
-        if decode(x) {
-            ops::rms_norm(self, x, w, eps)
+    fn rms_norm(&self, x: &D::Tensor, w: &D::Tensor, eps: f32) -> Result<D::Tensor, BackendError> {
+        if self.decode(x) {
+            ops::rms_norm(&self.device, x, w, eps)
         } else {
-            Backend::rms_norm(&self.gpu, x, w, eps)
+            Backend::rms_norm(self.device.base(), x, w, eps)
         }
     }
 
     fn l2_norm(
         &self,
-        x: &GpuTensor,
+        x: &D::Tensor,
         group: usize,
         scale: f32,
         eps: f32,
-    ) -> Result<GpuTensor, BackendError> {
-        if decode(x) {
-            ops::l2_norm(self, x, group, scale, eps)
+    ) -> Result<D::Tensor, BackendError> {
+        if self.decode(x) {
+            ops::l2_norm(&self.device, x, group, scale, eps)
         } else {
-            Backend::l2_norm(&self.gpu, x, group, scale, eps)
+            Backend::l2_norm(self.device.base(), x, group, scale, eps)
         }
     }
 
-    fn add(&self, x: &mut GpuTensor, y: &GpuTensor) -> Result<(), BackendError> {
-        if decode(x) {
-            ops::add(self, x, y)
+    fn add(&self, x: &mut D::Tensor, y: &D::Tensor) -> Result<(), BackendError> {
+        if self.decode(x) {
+            ops::add(&self.device, x, y)
         } else {
-            Backend::add(&self.gpu, x, y)
+            Backend::add(self.device.base(), x, y)
         }
     }
 
-    fn swiglu(&self, gate: &GpuTensor, up: &GpuTensor) -> Result<GpuTensor, BackendError> {
-        if decode(gate) {
-            ops::swiglu(self, gate, up)
+    fn swiglu(&self, gate: &D::Tensor, up: &D::Tensor) -> Result<D::Tensor, BackendError> {
+        if self.decode(gate) {
+            ops::swiglu(&self.device, gate, up)
         } else {
-            Backend::swiglu(&self.gpu, gate, up)
+            Backend::swiglu(self.device.base(), gate, up)
         }
     }
 
-    fn sigmoid_mul(&self, x: &GpuTensor, gate: &GpuTensor) -> Result<GpuTensor, BackendError> {
-        if decode(x) {
-            ops::sigmoid_mul(self, x, gate)
+    fn sigmoid_mul(&self, x: &D::Tensor, gate: &D::Tensor) -> Result<D::Tensor, BackendError> {
+        if self.decode(x) {
+            ops::sigmoid_mul(&self.device, x, gate)
         } else {
-            Backend::sigmoid_mul(&self.gpu, x, gate)
+            Backend::sigmoid_mul(self.device.base(), x, gate)
         }
     }
 
     fn rope(
         &self,
-        x: &GpuTensor,
+        x: &D::Tensor,
         head_dim: usize,
         rot_dims: usize,
         freq_base: f32,
         pos0: usize,
-    ) -> Result<GpuTensor, BackendError> {
-        if decode(x) {
-            ops::rope(self, x, head_dim, rot_dims, freq_base, pos0)
+    ) -> Result<D::Tensor, BackendError> {
+        if self.decode(x) {
+            ops::rope(&self.device, x, head_dim, rot_dims, freq_base, pos0)
         } else {
-            Backend::rope(&self.gpu, x, head_dim, rot_dims, freq_base, pos0)
+            Backend::rope(self.device.base(), x, head_dim, rot_dims, freq_base, pos0)
         }
     }
 
     fn attention(
         &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        k_cache: &mut GpuTensor,
-        v_cache: &mut GpuTensor,
+        q: &D::Tensor,
+        k: &D::Tensor,
+        v: &D::Tensor,
+        k_cache: &mut D::Tensor,
+        v_cache: &mut D::Tensor,
         pos0: usize,
         shape: AttentionShape,
-    ) -> Result<GpuTensor, BackendError> {
-        if decode(q) {
-            ops::attention(self, q, k, v, k_cache, v_cache, pos0, shape)
+    ) -> Result<D::Tensor, BackendError> {
+        if self.decode(q) {
+            ops::attention(&self.device, q, k, v, k_cache, v_cache, pos0, shape)
         } else {
-            Backend::attention(&self.gpu, q, k, v, k_cache, v_cache, pos0, shape)
+            Backend::attention(self.device.base(), q, k, v, k_cache, v_cache, pos0, shape)
         }
     }
 
     fn gated_attention(
         &self,
-        q_and_gate: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        q_norm: &GpuTensor,
-        k_norm: &GpuTensor,
+        q_and_gate: &D::Tensor,
+        k: &D::Tensor,
+        v: &D::Tensor,
+        q_norm: &D::Tensor,
+        k_norm: &D::Tensor,
         eps: f32,
         rope: RopeShape,
-        k_cache: &mut GpuTensor,
-        v_cache: &mut GpuTensor,
+        k_cache: &mut D::Tensor,
+        v_cache: &mut D::Tensor,
         pos0: usize,
         shape: AttentionShape,
-    ) -> Result<GpuTensor, BackendError> {
-        if decode(q_and_gate) {
+    ) -> Result<D::Tensor, BackendError> {
+        if self.decode(q_and_gate) {
             ops::gated_attention(
-                self, q_and_gate, k, v, q_norm, k_norm, eps, rope, k_cache, v_cache, pos0, shape,
+                &self.device,
+                q_and_gate,
+                k,
+                v,
+                q_norm,
+                k_norm,
+                eps,
+                rope,
+                k_cache,
+                v_cache,
+                pos0,
+                shape,
             )
         } else {
             Backend::gated_attention(
-                &self.gpu, q_and_gate, k, v, q_norm, k_norm, eps, rope, k_cache, v_cache, pos0,
+                self.device.base(),
+                q_and_gate,
+                k,
+                v,
+                q_norm,
+                k_norm,
+                eps,
+                rope,
+                k_cache,
+                v_cache,
+                pos0,
                 shape,
             )
         }
@@ -482,104 +537,165 @@ impl Backend for Metal {
 
     fn conv1d_silu(
         &self,
-        x: &GpuTensor,
-        w: &GpuTensor,
-        state: &mut GpuTensor,
-    ) -> Result<GpuTensor, BackendError> {
-        if decode(x) {
-            ops::conv1d_silu(self, x, w, state)
+        x: &D::Tensor,
+        w: &D::Tensor,
+        state: &mut D::Tensor,
+    ) -> Result<D::Tensor, BackendError> {
+        if self.decode(x) {
+            ops::conv1d_silu(&self.device, x, w, state)
         } else {
-            Backend::conv1d_silu(&self.gpu, x, w, state)
+            Backend::conv1d_silu(self.device.base(), x, w, state)
         }
     }
 
     fn delta_net_gates(
         &self,
-        alpha: &GpuTensor,
-        beta: &GpuTensor,
-        ssm_a: &GpuTensor,
-        dt_bias: &GpuTensor,
-    ) -> Result<(GpuTensor, GpuTensor), BackendError> {
-        if decode(alpha) {
-            ops::delta_net_gates(self, alpha, beta, ssm_a, dt_bias)
+        alpha: &D::Tensor,
+        beta: &D::Tensor,
+        ssm_a: &D::Tensor,
+        dt_bias: &D::Tensor,
+    ) -> Result<(D::Tensor, D::Tensor), BackendError> {
+        if self.decode(alpha) {
+            ops::delta_net_gates(&self.device, alpha, beta, ssm_a, dt_bias)
         } else {
-            Backend::delta_net_gates(&self.gpu, alpha, beta, ssm_a, dt_bias)
+            Backend::delta_net_gates(self.device.base(), alpha, beta, ssm_a, dt_bias)
         }
     }
 
     fn delta_rule(
         &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        g: &GpuTensor,
-        beta: &GpuTensor,
-        state: &mut GpuTensor,
+        q: &D::Tensor,
+        k: &D::Tensor,
+        v: &D::Tensor,
+        g: &D::Tensor,
+        beta: &D::Tensor,
+        state: &mut D::Tensor,
         shape: DeltaNetShape,
-    ) -> Result<GpuTensor, BackendError> {
-        if decode(q) {
-            ops::delta_rule(self, q, k, v, g, beta, state, shape)
+    ) -> Result<D::Tensor, BackendError> {
+        if self.decode(q) {
+            ops::delta_rule(&self.device, q, k, v, g, beta, state, shape)
         } else {
-            Backend::delta_rule(&self.gpu, q, k, v, g, beta, state, shape)
+            Backend::delta_rule(self.device.base(), q, k, v, g, beta, state, shape)
         }
     }
 
     fn conv_qkv_norm(
         &self,
-        m: &GpuTensor,
-        w: &GpuTensor,
-        state: &mut GpuTensor,
+        m: &D::Tensor,
+        w: &D::Tensor,
+        state: &mut D::Tensor,
         shape: DeltaNetShape,
         q_scale: f32,
         eps: f32,
-    ) -> Result<Qkv<GpuTensor>, BackendError> {
-        if decode(m) {
-            ops::conv_qkv_norm(self, m, w, state, shape, q_scale, eps)
+    ) -> Result<Qkv<D::Tensor>, BackendError> {
+        if self.decode(m) {
+            ops::conv_qkv_norm(&self.device, m, w, state, shape, q_scale, eps)
         } else {
-            Backend::conv_qkv_norm(&self.gpu, m, w, state, shape, q_scale, eps)
+            Backend::conv_qkv_norm(self.device.base(), m, w, state, shape, q_scale, eps)
         }
     }
 
     fn gated_delta_rule(
         &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        alpha: &GpuTensor,
-        beta: &GpuTensor,
-        ssm_a: &GpuTensor,
-        dt_bias: &GpuTensor,
-        state: &mut GpuTensor,
+        q: &D::Tensor,
+        k: &D::Tensor,
+        v: &D::Tensor,
+        alpha: &D::Tensor,
+        beta: &D::Tensor,
+        ssm_a: &D::Tensor,
+        dt_bias: &D::Tensor,
+        state: &mut D::Tensor,
         shape: DeltaNetShape,
-    ) -> Result<GpuTensor, BackendError> {
-        if decode(q) {
-            ops::gated_delta_rule(self, q, k, v, alpha, beta, ssm_a, dt_bias, state, shape)
+    ) -> Result<D::Tensor, BackendError> {
+        if self.decode(q) {
+            ops::gated_delta_rule(
+                &self.device,
+                q,
+                k,
+                v,
+                alpha,
+                beta,
+                ssm_a,
+                dt_bias,
+                state,
+                shape,
+            )
         } else {
             Backend::gated_delta_rule(
-                &self.gpu, q, k, v, alpha, beta, ssm_a, dt_bias, state, shape,
+                self.device.base(),
+                q,
+                k,
+                v,
+                alpha,
+                beta,
+                ssm_a,
+                dt_bias,
+                state,
+                shape,
             )
         }
     }
 
     fn gated_rms_norm(
         &self,
-        x: &GpuTensor,
-        z: &GpuTensor,
-        w: &GpuTensor,
+        x: &D::Tensor,
+        z: &D::Tensor,
+        w: &D::Tensor,
         eps: f32,
-    ) -> Result<GpuTensor, BackendError> {
-        if decode(x) {
-            ops::gated_rms_norm(self, x, z, w, eps)
+    ) -> Result<D::Tensor, BackendError> {
+        if self.decode(x) {
+            ops::gated_rms_norm(&self.device, x, z, w, eps)
         } else {
-            Backend::gated_rms_norm(&self.gpu, x, z, w, eps)
+            Backend::gated_rms_norm(self.device.base(), x, z, w, eps)
         }
     }
 
+    fn rms_norm_matmuls<const N: usize>(
+        &self,
+        x: &D::Tensor,
+        norm: &D::Tensor,
+        eps: f32,
+        ws: [&D::Weight; N],
+    ) -> Result<[D::Tensor; N], BackendError> {
+        if self.decode(x) && ws.iter().all(|w| ops::has_gemv(&self.device, w)) {
+            rms_norm_matmul_each(self, x, norm, eps, ws)
+        } else {
+            self.device.base().rms_norm_matmuls(x, norm, eps, ws)
+        }
+    }
+
+    /// The WGSL kernels' (MSL has no sampling kernels).
+    fn sample(
+        &self,
+        logits: &mut D::Tensor,
+        recent: &mut D::Tensor,
+        slot: usize,
+        draw: &Draw,
+    ) -> Result<D::Tensor, BackendError> {
+        self.device.base().sample(logits, recent, slot, draw)
+    }
+
+    fn start_read(&self, x: &D::Tensor) -> PendingRead {
+        self.device.base().start_read(x)
+    }
+
+    fn status(&self) -> Result<(), BackendError> {
+        self.device.base().status()
+    }
+
+    fn synchronize(&self) {
+        self.device.base().synchronize()
+    }
+
+    fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        self.device.base().run(work)
+    }
+
     fn set_profiling(&self, on: bool) {
-        Backend::set_profiling(&self.gpu, on);
+        Backend::set_profiling(self.device.base(), on);
     }
 
     fn take_stats(&self) -> BackendStats {
-        Backend::take_stats(&self.gpu)
+        Backend::take_stats(self.device.base())
     }
 }

@@ -3,15 +3,22 @@
 //! wgpu; the tests run the very same code through the MSL simulator, so a simulated test
 //! exercises the real launch.
 
-use super::kernels::{MslFormat, MslKernel};
-use crate::backend::{checks, AttentionShape, BackendError, DeltaNetShape, Qkv, RopeShape};
+use crate::backend::gpu::msl_kernels::{MslFormat, MslKernel};
+use crate::backend::{
+    checks, AttentionShape, Backend, BackendError, DeltaNetShape, Qkv, RopeShape,
+};
 use crate::quant::GgmlType;
 
 /// Where MSL kernels run: tensors and weights in device buffers, and dispatches.
 pub trait MslDevice {
-    type Tensor;
-    type Weight;
+    type Tensor: Send + Sync;
+    type Weight: Send + Sync;
     type Buffer: ?Sized;
+    /// The backend of the device's memory (uploads, reads, status) and of the ops that have no
+    /// MSL kernel: wgpu's WGSL kernels on a Mac.
+    type Base: Backend<Tensor = Self::Tensor, Weight = Self::Weight>;
+
+    fn base(&self) -> &Self::Base;
 
     fn dims(&self, x: &Self::Tensor) -> (usize, usize);
     fn buffer<'a>(&self, x: &'a Self::Tensor) -> &'a Self::Buffer;

@@ -1,10 +1,11 @@
-//! The generation loop shared by `run` and `chat`: prefill the prompt, then sample and decode
-//! one token at a time, streaming text as it becomes valid UTF-8.
+//! The generation loop of `run`, `chat` and `bench`'s run-path row: prefill the prompt, then
+//! decode through [`Engine::decode`] (each token chosen on the backend, the next step queued
+//! before the previous token is read), streaming text as it becomes valid UTF-8.
 
-use qwen35::model::Engine;
-use qwen35::sample::Sampler;
-use qwen35::tokenizer::{StreamDecoder, Tokenizer};
-use qwen35::units::count;
+use crate::model::{Engine, ModelError, TokenChoice};
+use crate::sample::Sampler;
+use crate::tokenizer::{StreamDecoder, Tokenizer};
+use crate::units::count;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -60,7 +61,7 @@ pub struct Limits<'a> {
 }
 
 /// Feeds `prompt` (must be non-empty) and generates until a stop condition; `history` holds the
-/// tokens the repeat penalty may look at and grows with the reply.
+/// tokens the repeat penalty may look at and grows with the prompt and the reply.
 pub fn generate(
     engine: &mut dyn Engine,
     tokenizer: &Tokenizer,
@@ -69,40 +70,55 @@ pub fn generate(
     history: &mut Vec<u32>,
     limits: Limits,
     mut on_text: impl FnMut(&str),
-) -> anyhow::Result<Generation> {
+) -> Result<Generation, ModelError> {
+    let (&last, earlier) = prompt.split_last().ok_or(ModelError::EmptyInput)?;
     let started = Instant::now();
-    let mut logits = engine.eval(prompt, false)?;
+    if !earlier.is_empty() {
+        engine.eval(earlier, false)?;
+    }
     let prefill_secs = started.elapsed().as_secs_f64();
     history.extend_from_slice(prompt);
 
+    // `last` is the first decode step: each step feeds one token and chooses the next.
+    let room = engine.context_len().saturating_sub(engine.position());
+    let steps = limits.max_new_tokens.min(room);
+    if steps == 0 {
+        engine.eval(&[last], false)?;
+    }
     let mut decoder = StreamDecoder::new(tokenizer);
-    let mut tokens = Vec::new();
+    let mut stop = None;
+    let mut reply = Vec::new();
     let decode_started = Instant::now();
-    let stop = loop {
-        if limits.interrupt.swap(false, Ordering::SeqCst) {
-            break StopReason::Interrupted;
-        }
-        let next = sampler.sample(&logits, history);
-        if tokenizer.eos_ids().contains(&next) {
-            break StopReason::EndOfGeneration(next);
-        }
-        on_text(&decoder.push(next));
-        tokens.push(next);
-        history.push(next);
-        if tokens.len() >= limits.max_new_tokens {
-            break StopReason::Budget;
-        }
-        if engine.position() >= engine.context_len() {
-            break StopReason::ContextFull;
-        }
-        logits = engine.eval(&[next], false)?;
+    let choice = TokenChoice::Sampled {
+        sampler,
+        history: history.as_slice(),
     };
+    engine.decode(last, steps, choice, &mut |token| {
+        if tokenizer.eos_ids().contains(&token) {
+            stop = Some(StopReason::EndOfGeneration(token));
+            return false;
+        }
+        on_text(&decoder.push(token));
+        reply.push(token);
+        if limits.interrupt.swap(false, Ordering::SeqCst) {
+            stop = Some(StopReason::Interrupted);
+            return false;
+        }
+        true
+    })?;
+    let decode_secs = decode_started.elapsed().as_secs_f64();
     on_text(&decoder.finish());
+    history.extend_from_slice(&reply);
+    let stop = stop.unwrap_or(if steps < limits.max_new_tokens {
+        StopReason::ContextFull
+    } else {
+        StopReason::Budget
+    });
     Ok(Generation {
-        decode_tokens: tokens.len(),
+        decode_tokens: reply.len(),
         stop,
-        prefill_tokens: prompt.len(),
+        prefill_tokens: earlier.len(),
         prefill_secs,
-        decode_secs: decode_started.elapsed().as_secs_f64(),
+        decode_secs,
     })
 }

@@ -1,13 +1,16 @@
 // Argmax per row in two passes of this kernel: the first reduces chunks of CHUNK values of each
 // row (`indexed` = 0: a value's index is its column), the second the chunks' (value, index)
 // pairs of each row (`indexed` = 1: indices come with the values, as exact f32). One workgroup
-// per (row, chunk). The largest value wins, the lowest index on ties; NaN never wins.
+// per (row, chunk). The largest value wins, the lowest index on ties; NaN never wins, and a row
+// of NaN gives its last index (sample.rs `argmax`). A chunk of NaN passes on index -1.
 
 struct Params {
     cols: u32,
     chunks: u32,
     rows: u32,
     indexed: u32,
+    // The row's length in logits (`cols` is the chunks' count in the second pass).
+    row_len: u32,
 }
 
 @group(0) @binding(0) var<storage, read> p: Params;
@@ -17,14 +20,17 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> best_indices: array<f32>;
 
 const CHUNK: u32 = 4096u;
-// Below every number: an empty slot or a NaN loses to anything.
-const NONE: f32 = -3.4e38;
+// No value yet (or only NaN): loses to any value.
+const NO_INDEX: u32 = 0xffffffffu;
 
 var<workgroup> slot_values: array<f32, WG>;
 var<workgroup> slot_indices: array<u32, WG>;
 
 fn beats(v: f32, i: u32, best_v: f32, best_i: u32) -> bool {
-    return v > best_v || (v == best_v && i < best_i);
+    if (i == NO_INDEX) {
+        return false;
+    }
+    return best_i == NO_INDEX || v > best_v || (v == best_v && i < best_i);
 }
 
 @compute @workgroup_size(WG)
@@ -41,16 +47,18 @@ fn main(
     }
     let start = chunk * CHUNK;
     let end = min(start + CHUNK, p.cols);
-    var best_v = NONE;
-    var best_i = 0xffffffffu;
+    var best_v = 0.0;
+    var best_i = NO_INDEX;
     for (var c = start + lid; c < end; c += WG) {
-        var v = values[row * p.cols + c];
-        if (v != v) {
-            v = NONE;
-        }
+        let v = values[row * p.cols + c];
         var i = c;
         if (p.indexed != 0u) {
-            i = u32(indices[row * p.cols + c]);
+            let index = indices[row * p.cols + c];
+            i = select(u32(index), NO_INDEX, index < 0.0);
+        }
+        // By its bits: a compiler may assume that `v != v` never holds.
+        if ((bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u) {
+            i = NO_INDEX;
         }
         if (beats(v, i, best_v, best_i)) {
             best_v = v;
@@ -73,7 +81,14 @@ fn main(
     }
     if (lid == 0u) {
         best_values[id] = slot_values[0];
-        // An all-NaN row keeps index 0, as the host's argmax does.
-        best_indices[id] = f32(select(slot_indices[0], 0u, slot_indices[0] == 0xffffffffu));
+        let best = slot_indices[0];
+        if (best != NO_INDEX) {
+            best_indices[id] = f32(best);
+        } else if (p.chunks == 1u) {
+            // The row's last pass: a row of NaN.
+            best_indices[id] = f32(p.row_len - 1u);
+        } else {
+            best_indices[id] = -1.0;
+        }
     }
 }

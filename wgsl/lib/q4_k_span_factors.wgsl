@@ -6,7 +6,8 @@
 // integer arithmetic on NVIDIA): the halves through unpack2x16float, the 6-bit values through
 // small_to_f32. What depends on c is chosen by selects (c is the same in every span an
 // invocation reads), so both cases are one masked merge: on the H200 this decodes faster than
-// choosing whole words by c (run 20), though only with the four-part GEMV workgroups.
+// choosing whole words by c (benches/results/), though only with the four-part GEMV
+// workgroups.
 fn q4_k_span_factors(head: vec4<u32>, c: u32) -> vec4<f32> {
     let d_dmin = unpack2x16float(head.x);
     let upper = c >= 2u;

@@ -1,0 +1,314 @@
+//! RoPE and gated full attention (decode by blocks of cache rows, prefill in attention_prefill.rs).
+
+use super::*;
+
+impl Wgpu {
+    /// The inverse frequencies `base^(−2i/rot_dims)`, computed on the host as the reference
+    /// does, uploaded once per (rot_dims, base).
+    pub(super) fn rope_table(
+        &self,
+        rot_dims: usize,
+        freq_base: f32,
+    ) -> Result<wgpu::Buffer, GpuError> {
+        let mut tables = self
+            .rope_tables
+            .lock()
+            .map_err(|_| GpuError::Device("rope table cache poisoned".into()))?;
+        let key = (rot_dims, freq_base.to_bits());
+        if let Some(table) = tables.get(&key) {
+            return Ok(table.clone());
+        }
+        let inv_freq: Vec<f32> = (0..rot_dims / 2)
+            .map(|i| 1.0 / freq_base.powf((2 * i) as f32 / rot_dims as f32))
+            .collect();
+        let table = self.upload(1, inv_freq.len(), &inv_freq)?.buffer.clone();
+        tables.insert(key, table.clone());
+        Ok(table)
+    }
+
+    /// NeoX RoPE on the first `rot_dims` of every `head_dim` group, row t at `pos0 + t`.
+    pub fn rope(
+        &self,
+        x: &GpuTensor,
+        head_dim: usize,
+        rot_dims: usize,
+        freq_base: f32,
+        pos0: usize,
+    ) -> Result<GpuTensor, GpuError> {
+        let op = "rope";
+        whole_groups(op, x, head_dim)?;
+        if rot_dims > head_dim || !rot_dims.is_multiple_of(2) {
+            return Err(shape_error(
+                op,
+                format!("{rot_dims} rotary dims in heads of {head_dim}"),
+            ));
+        }
+        let last_pos = word(op, "position", pos0.saturating_add(x.rows))?;
+        let out = self.output(x.rows, x.cols)?;
+        if rot_dims == 0 {
+            self.copy(x, 0, &out, 0, x.len())?;
+            return Ok(out);
+        }
+        let table = self.rope_table(rot_dims, freq_base)?;
+        let n = x.len();
+        self.record(
+            Kernel::Rope,
+            &[
+                n as u32,
+                x.cols as u32,
+                head_dim as u32,
+                rot_dims as u32,
+                last_pos - x.rows as u32,
+                0,
+                0,
+                0,
+            ],
+            &[&x.buffer, &table, &out.buffer],
+            n.div_ceil(WG),
+            f32_bytes(&[x]),
+        )?;
+        Ok(out)
+    }
+
+    /// Writes k, v into cache rows `pos0..`, then causal GQA softmax attention of q over cache
+    /// rows `0..=pos0+t`, scale 1/sqrt(head_dim); q head h reads kv head `h / (n_head / n_kv_head)`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention(
+        &self,
+        q: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        k_cache: &GpuTensor,
+        v_cache: &GpuTensor,
+        pos0: usize,
+        shape: AttentionShape,
+    ) -> Result<GpuTensor, GpuError> {
+        self.attention_kernel(q, k, v, k_cache, v_cache, pos0, shape, None)
+    }
+
+    /// §4 steps 3–6: q (from the query halves of `q_and_gate`) and k RMS-normed per head and
+    /// rotated in one dispatch, then [`Wgpu::attention`] with the sigmoid gate applied to its
+    /// output in the same dispatch.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gated_attention(
+        &self,
+        q_and_gate: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        q_norm: &GpuTensor,
+        k_norm: &GpuTensor,
+        eps: f32,
+        rope: RopeShape,
+        k_cache: &GpuTensor,
+        v_cache: &GpuTensor,
+        pos0: usize,
+        shape: AttentionShape,
+    ) -> Result<GpuTensor, GpuError> {
+        let op = "gated_attention";
+        let AttentionShape {
+            n_head,
+            n_kv_head,
+            head_dim,
+        } = shape;
+        let rows = q_and_gate.rows;
+        let fits = (1..=MAX_HEAD_DIM).contains(&head_dim)
+            && q_and_gate.cols == 2 * n_head * head_dim
+            && k.dims() == (rows, n_kv_head * head_dim)
+            && q_norm.dims() == (1, head_dim)
+            && k_norm.dims() == (1, head_dim)
+            && rope.dims <= head_dim
+            && rope.dims.is_multiple_of(2);
+        if !fits {
+            return Err(shape_error(
+                op,
+                format!(
+                    "q_and_gate {rows}×{}, k {}×{}, norms {}×{} and {}×{}, rope over {} dims \
+                     for {n_head}/{n_kv_head} heads of {head_dim}",
+                    q_and_gate.cols,
+                    k.rows,
+                    k.cols,
+                    q_norm.rows,
+                    q_norm.cols,
+                    k_norm.rows,
+                    k_norm.cols,
+                    rope.dims
+                ),
+            ));
+        }
+        let last_pos = word(op, "position", pos0.saturating_add(rows))?;
+        let q = self.output(rows, n_head * head_dim)?;
+        let k_rotated = self.output(rows, k.cols)?;
+        // With no rotated dims the table is never read; any buffer binds.
+        let table = if rope.dims == 0 {
+            q_norm.buffer.clone()
+        } else {
+            self.rope_table(rope.dims, rope.base)?
+        };
+        self.record(
+            Kernel::QkNormRope,
+            &[
+                n_head as u32,
+                n_kv_head as u32,
+                head_dim as u32,
+                rope.dims as u32,
+                last_pos - rows as u32,
+                rows as u32,
+                eps.to_bits(),
+                0,
+            ],
+            &[
+                &q_and_gate.buffer,
+                &k.buffer,
+                &q_norm.buffer,
+                &k_norm.buffer,
+                &table,
+                &q.buffer,
+                &k_rotated.buffer,
+            ],
+            rows * (n_head + n_kv_head),
+            f32_bytes(&[q_and_gate, k]),
+        )?;
+        self.attention_kernel(
+            &q,
+            &k_rotated,
+            v,
+            k_cache,
+            v_cache,
+            pos0,
+            shape,
+            Some(q_and_gate),
+        )
+    }
+
+    /// The attention kernel, its output times sigmoid of the gate halves of `gate` if given.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn attention_kernel(
+        &self,
+        q: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        k_cache: &GpuTensor,
+        v_cache: &GpuTensor,
+        pos0: usize,
+        shape: AttentionShape,
+        gate: Option<&GpuTensor>,
+    ) -> Result<GpuTensor, GpuError> {
+        let AttentionShape {
+            n_head,
+            n_kv_head,
+            head_dim,
+        } = shape;
+        let kv_cols = n_kv_head * head_dim;
+        if !(1..=MAX_HEAD_DIM).contains(&head_dim) || !head_dim.is_multiple_of(4) {
+            return Err(shape_error(
+                "attention",
+                format!("head dim {head_dim} is not a multiple of 4 in 4..={MAX_HEAD_DIM}"),
+            ));
+        }
+        checks::attention(
+            q.dims(),
+            k.dims(),
+            v.dims(),
+            k_cache.dims(),
+            v_cache.dims(),
+            pos0,
+            shape,
+        )
+        .map_err(|d| shape_error("attention", d))?;
+        if q.rows >= ATTENTION_PREFILL_MIN_ROWS && Wgpu::attention_prefill_fits(shape) {
+            return self.attention_prefill(q, k, v, k_cache, v_cache, pos0, shape, gate);
+        }
+        let scale = 1.0 / (head_dim as f32).sqrt();
+        if q.rows == 1 {
+            return self.decode_attention(q, k, v, k_cache, v_cache, pos0, shape, gate);
+        }
+        let out = self.output(q.rows, q.cols)?;
+        self.record(
+            Kernel::Attention,
+            &[
+                n_head as u32,
+                n_kv_head as u32,
+                head_dim as u32,
+                q.rows as u32,
+                pos0 as u32,
+                kv_cols as u32,
+                scale.to_bits(),
+                gate.is_some() as u32,
+            ],
+            &[
+                &q.buffer,
+                &k.buffer,
+                &v.buffer,
+                &k_cache.buffer,
+                &v_cache.buffer,
+                &out.buffer,
+                &gate.unwrap_or(q).buffer,
+            ],
+            q.rows * n_head,
+            f32_bytes(&[q]) + ((pos0 + q.rows) * kv_cols * 8) as u64,
+        )?;
+        Ok(out)
+    }
+
+    /// One query row: the cache split into blocks of WG rows, each (head, block) a workgroup,
+    /// then the blocks merged per head (gated if `gate` is given). Shapes are checked.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn decode_attention(
+        &self,
+        q: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        k_cache: &GpuTensor,
+        v_cache: &GpuTensor,
+        pos0: usize,
+        shape: AttentionShape,
+        gate: Option<&GpuTensor>,
+    ) -> Result<GpuTensor, GpuError> {
+        let AttentionShape {
+            n_head,
+            n_kv_head,
+            head_dim,
+        } = shape;
+        let kv_cols = n_kv_head * head_dim;
+        let blocks = (pos0 + 1).div_ceil(WG);
+        let partial = self.output(n_head * blocks, 2 + head_dim)?;
+        let scale = 1.0 / (head_dim as f32).sqrt();
+        self.record(
+            Kernel::AttentionBlocks,
+            &[
+                n_head as u32,
+                n_kv_head as u32,
+                head_dim as u32,
+                pos0 as u32,
+                kv_cols as u32,
+                blocks as u32,
+                scale.to_bits(),
+                0,
+            ],
+            &[
+                &q.buffer,
+                &k.buffer,
+                &v.buffer,
+                &k_cache.buffer,
+                &v_cache.buffer,
+                &partial.buffer,
+            ],
+            n_head * blocks,
+            f32_bytes(&[q]) + ((pos0 + 1) * kv_cols * 8) as u64,
+        )?;
+        let out = self.output(1, q.cols)?;
+        self.record(
+            Kernel::AttentionCombine,
+            &[
+                n_head as u32,
+                head_dim as u32,
+                blocks as u32,
+                gate.is_some() as u32,
+            ],
+            &[&partial.buffer, &gate.unwrap_or(q).buffer, &out.buffer],
+            n_head,
+            f32_bytes(&[&partial]),
+        )?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,271 @@
+//! The Gated DeltaNet: causal conv, gates, the delta rule (token by token; by chunks in
+//! delta_chunks.rs).
+
+use super::*;
+
+impl Wgpu {
+    /// Causal depthwise conv (`w`: one row of taps per channel, oldest first) over the carried
+    /// inputs in `state` (taps−1 rows) followed by x, then SiLU; `state` keeps the last rows.
+    pub fn conv1d_silu(
+        &self,
+        x: &GpuTensor,
+        w: &GpuTensor,
+        state: &GpuTensor,
+    ) -> Result<GpuTensor, GpuError> {
+        let (taps, channels) = (w.cols, x.cols);
+        if taps == 0 || w.rows != channels || state.dims() != (taps - 1, channels) {
+            return Err(shape_error(
+                "conv1d_silu",
+                format!(
+                    "x {}×{channels}, w {}×{taps}, state {}×{}",
+                    x.rows, w.rows, state.rows, state.cols
+                ),
+            ));
+        }
+        let out = self.output(x.rows, channels)?;
+        self.record(
+            Kernel::Conv1dSilu,
+            &[channels as u32, taps as u32, x.rows as u32, 0],
+            &[&x.buffer, &w.buffer, &state.buffer, &out.buffer],
+            channels.div_ceil(WG),
+            f32_bytes(&[x, w, state]),
+        )?;
+        Ok(out)
+    }
+
+    /// `(g, β) = (ssm_a · softplus(alpha + dt_bias), sigmoid(beta))`, elementwise per head.
+    pub fn delta_net_gates(
+        &self,
+        alpha: &GpuTensor,
+        beta: &GpuTensor,
+        ssm_a: &GpuTensor,
+        dt_bias: &GpuTensor,
+    ) -> Result<(GpuTensor, GpuTensor), GpuError> {
+        let op = "delta_net_gates";
+        same_dims(op, alpha, beta)?;
+        one_row(op, ssm_a)?;
+        same_dims(op, ssm_a, dt_bias)?;
+        whole_groups(op, alpha, ssm_a.cols)?;
+        let g = self.output(alpha.rows, alpha.cols)?;
+        let beta_out = self.output(beta.rows, beta.cols)?;
+        let n = alpha.len();
+        self.record(
+            Kernel::DeltaNetGates,
+            &[n as u32, ssm_a.cols as u32],
+            &[
+                &alpha.buffer,
+                &beta.buffer,
+                &ssm_a.buffer,
+                &dt_bias.buffer,
+                &g.buffer,
+                &beta_out.buffer,
+            ],
+            n.div_ceil(WG),
+            f32_bytes(&[alpha, beta, ssm_a, dt_bias]),
+        )?;
+        Ok((g, beta_out))
+    }
+
+    /// Causal depthwise conv + SiLU of m (see [`Wgpu::conv1d_silu`]), split into q | k | v, q and
+    /// k L2-normalised per head (`x · scale / sqrt(Σx² + eps)`), q scaled by `q_scale`.
+    pub fn conv_qkv_norm(
+        &self,
+        m: &GpuTensor,
+        w: &GpuTensor,
+        state: &GpuTensor,
+        shape: DeltaNetShape,
+        q_scale: f32,
+        eps: f32,
+    ) -> Result<Qkv<GpuTensor>, GpuError> {
+        let DeltaNetShape {
+            n_k_head,
+            n_v_head,
+            k_dim,
+            v_dim,
+        } = shape;
+        let (taps, key_width, value_width) = (w.cols, n_k_head * k_dim, n_v_head * v_dim);
+        let channels = 2 * key_width + value_width;
+        let widest = CONV_QKV_CHANNELS_PER_INVOCATION * WG;
+        let fits = taps > 0
+            && n_k_head > 0
+            && n_v_head > 0
+            && (1..=widest).contains(&k_dim)
+            && (1..=widest).contains(&v_dim)
+            && m.cols == channels
+            && w.rows == channels
+            && state.dims() == (taps - 1, channels);
+        if !fits {
+            return Err(shape_error(
+                "conv_qkv_norm",
+                format!(
+                    "m {}×{}, w {}×{taps}, state {}×{} for {n_k_head}×{k_dim} key and \
+                     {n_v_head}×{v_dim} value channels (heads at most {widest} wide)",
+                    m.rows, m.cols, w.rows, state.rows, state.cols
+                ),
+            ));
+        }
+        let q = self.output(m.rows, key_width)?;
+        let k = self.output(m.rows, key_width)?;
+        let v = self.output(m.rows, value_width)?;
+        self.record(
+            Kernel::ConvQkvNorm,
+            &[
+                n_k_head as u32,
+                k_dim as u32,
+                n_v_head as u32,
+                v_dim as u32,
+                taps as u32,
+                m.rows as u32,
+                q_scale.to_bits(),
+                eps.to_bits(),
+            ],
+            &[
+                &m.buffer,
+                &w.buffer,
+                &state.buffer,
+                &q.buffer,
+                &k.buffer,
+                &v.buffer,
+            ],
+            2 * n_k_head + n_v_head,
+            f32_bytes(&[m, w, state]),
+        )?;
+        Ok(Qkv { q, k, v })
+    }
+
+    /// The gated delta rule token by token over the rows, per value head, on the f32 `state`
+    /// (one row of k_dim × v_dim per value head, key index major); returns o.
+    #[allow(clippy::too_many_arguments)]
+    pub fn delta_rule(
+        &self,
+        q: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        g: &GpuTensor,
+        beta: &GpuTensor,
+        state: &GpuTensor,
+        shape: DeltaNetShape,
+    ) -> Result<GpuTensor, GpuError> {
+        self.delta_rule_kernel(q, k, v, DeltaRuleGates::Computed { g, beta }, state, shape)
+    }
+
+    /// [`Wgpu::delta_rule`] with its gates computed from the projections as
+    /// [`Wgpu::delta_net_gates`] does, in the same dispatch.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gated_delta_rule(
+        &self,
+        q: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        alpha: &GpuTensor,
+        beta: &GpuTensor,
+        ssm_a: &GpuTensor,
+        dt_bias: &GpuTensor,
+        state: &GpuTensor,
+        shape: DeltaNetShape,
+    ) -> Result<GpuTensor, GpuError> {
+        let op = "gated_delta_rule";
+        one_row(op, ssm_a)?;
+        same_dims(op, ssm_a, dt_bias)?;
+        if ssm_a.cols != shape.n_v_head {
+            return Err(shape_error(
+                op,
+                format!(
+                    "{} gate heads for {} value heads",
+                    ssm_a.cols, shape.n_v_head
+                ),
+            ));
+        }
+        let gates = DeltaRuleGates::Raw {
+            alpha,
+            beta,
+            ssm_a,
+            dt_bias,
+        };
+        self.delta_rule_kernel(q, k, v, gates, state, shape)
+    }
+
+    pub(super) fn delta_rule_kernel(
+        &self,
+        q: &GpuTensor,
+        k: &GpuTensor,
+        v: &GpuTensor,
+        gates: DeltaRuleGates<'_>,
+        state: &GpuTensor,
+        shape: DeltaNetShape,
+    ) -> Result<GpuTensor, GpuError> {
+        let DeltaNetShape {
+            n_k_head,
+            n_v_head,
+            k_dim,
+            v_dim,
+        } = shape;
+        let (gate, strength, gate_params, raw) = match gates {
+            DeltaRuleGates::Computed { g, beta } => (g, beta, [g, g], false),
+            DeltaRuleGates::Raw {
+                alpha,
+                beta,
+                ssm_a,
+                dt_bias,
+            } => (alpha, beta, [ssm_a, dt_bias], true),
+        };
+        let n = q.rows;
+        let fits = n_k_head > 0
+            && (1..=MAX_K_DIM).contains(&k_dim)
+            && v_dim > 0
+            && q.dims() == (n, n_k_head * k_dim)
+            && k.dims() == (n, n_k_head * k_dim)
+            && v.dims() == (n, n_v_head * v_dim)
+            && gate.dims() == (n, n_v_head)
+            && strength.dims() == (n, n_v_head)
+            && state.dims() == (n_v_head, k_dim * v_dim);
+        if !fits {
+            return Err(shape_error(
+                "delta_rule",
+                format!(
+                    "q {}×{}, v {}×{}, gates {}×{}, state {}×{} for {n_k_head} k heads, \
+                     {n_v_head} v heads, k_dim {k_dim} (at most {MAX_K_DIM}), v_dim {v_dim}",
+                    q.rows, q.cols, v.rows, v.cols, gate.rows, gate.cols, state.rows, state.cols
+                ),
+            ));
+        }
+        if n >= DELTA_RULE_CHUNK_MIN_ROWS {
+            // The chunked kernel takes the gates computed (one more dispatch, once a prefill).
+            if raw {
+                let (g, beta) =
+                    self.delta_net_gates(gate, strength, gate_params[0], gate_params[1])?;
+                return self.delta_rule_chunked(q, k, v, &g, &beta, state, shape);
+            }
+            return self.delta_rule_chunked(q, k, v, gate, strength, state, shape);
+        }
+        let out = self.output(n, n_v_head * v_dim)?;
+        let column_chunks = v_dim.div_ceil(DELTA_RULE_COLS);
+        self.record(
+            Kernel::DeltaRule,
+            &[
+                n_k_head as u32,
+                n_v_head as u32,
+                k_dim as u32,
+                v_dim as u32,
+                n as u32,
+                column_chunks as u32,
+                raw as u32,
+                0,
+            ],
+            &[
+                &q.buffer,
+                &k.buffer,
+                &v.buffer,
+                &gate.buffer,
+                &strength.buffer,
+                &state.buffer,
+                &out.buffer,
+                &gate_params[0].buffer,
+                &gate_params[1].buffer,
+            ],
+            n_v_head * column_chunks,
+            f32_bytes(&[q, k, v, gate, strength, state]),
+        )?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,34 @@
+//! How the wgpu backend is set up. The caller chooses (the CLI from its flags); the backend reads
+//! no environment variables of its own.
+
+/// The wgpu backend's settings; [`Default`] is the fast path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuOptions {
+    /// A cap on the bytes allocated on the device below its own: an allocation past it fails as
+    /// out of memory, as one past the device's memory does (to share a GPU with other programs,
+    /// and to test running out without filling a real device).
+    pub memory_limit: Option<u64>,
+    /// Decode GEMVs of the formats with an integer span reader on 14-bit integer activations
+    /// (else on f32 activations, to compare).
+    pub integer_gemv: bool,
+    /// Prefill GEMMs on cooperative matrices (tensor cores) where the device has them.
+    pub cooperative_matrix: bool,
+    /// Loop bounding and guarded integer division in every kernel, besides the buffer bounds
+    /// checks that are always on. They cost ALU in every inner loop (decode of the 27B shape ran
+    /// 23% faster on the H200 without them) and guard against what the kernels do not do.
+    pub all_shader_checks: bool,
+    /// Kernels with subgroup operations where the adapter has them (tests run both variants).
+    pub subgroups: bool,
+}
+
+impl Default for GpuOptions {
+    fn default() -> GpuOptions {
+        GpuOptions {
+            memory_limit: None,
+            integer_gemv: true,
+            cooperative_matrix: true,
+            all_shader_checks: false,
+            subgroups: true,
+        }
+    }
+}
