@@ -1,8 +1,10 @@
 // Gated DeltaNet §5.2–5.3 in one pass: the causal depthwise conv + SiLU over the rows of m (the
 // carried taps−1 raw rows in `state` first), split into q | k | v, and each q and k head
 // L2-normalised (q also scaled). One workgroup per head: q heads, k heads, then v heads (not
-// normalised); invocation i owns channels i, i+WG, … of its head, so every channel's conv and
-// carried rows belong to one invocation (the shift of `state` is as in conv1d_silu.wgsl).
+// normalised), and per block of `rows_per_group` rows, so that a long prompt fills the GPU;
+// invocation i owns channels i, i+WG, … of its head. Only the first block reads the carried rows
+// (blocks are at least taps − 1 rows long), so it alone shifts `state` once it has read them (the
+// shift is as in conv1d_silu.wgsl): no other workgroup touches `state`.
 
 struct Params {
     n_k_head: u32,
@@ -13,6 +15,7 @@ struct Params {
     rows: u32,
     q_scale: f32,
     eps: f32,
+    rows_per_group: u32,
 }
 
 @group(0) @binding(0) var<storage, read> p: Params;
@@ -53,16 +56,19 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let head = workgroup_index(wid, nwg);
     let key_heads = 2u * p.n_k_head;
-    if (head >= key_heads + p.n_v_head) {
+    let heads = key_heads + p.n_v_head;
+    let id = workgroup_index(wid, nwg);
+    let head = id % heads;
+    let first_row = id / heads * p.rows_per_group;
+    if (first_row >= p.rows) {
         return;
     }
     let is_key = head < key_heads;
     let width = select(p.v_dim, p.k_dim, is_key);
     let first = select(key_heads * p.k_dim + (head - key_heads) * p.v_dim, head * p.k_dim, is_key);
     let scale = select(1.0, p.q_scale, head < p.n_k_head);
-    for (var t = 0u; t < p.rows; t++) {
+    for (var t = first_row; t < min(first_row + p.rows_per_group, p.rows); t++) {
         var y: array<f32, PER_INVOCATION>;
         var squares = 0.0;
         for (var s = 0u; s < PER_INVOCATION; s++) {
@@ -88,6 +94,9 @@ fn main(
                 }
             }
         }
+    }
+    if (first_row != 0u) {
+        return;
     }
     for (var s = 0u; s < PER_INVOCATION; s++) {
         let c = lid + s * WG;

@@ -24,6 +24,8 @@ const MAX_K_DIM: usize = 256;
 const ARGMAX_CHUNK: usize = 4096;
 /// Channels per invocation of the conv_qkv_norm kernel (WGSL `PER_INVOCATION`).
 const CONV_QKV_CHANNELS_PER_INVOCATION: usize = 4;
+/// Rows of a prompt per workgroup of conv_qkv_norm.wgsl.
+const CONV_QKV_ROWS_PER_GROUP: usize = 16;
 /// State columns per workgroup of the delta-rule kernel (WGSL `COLS`).
 const DELTA_RULE_COLS: usize = 16;
 /// Query rows from which attention runs by blocks of tokens (attention_prefill.rs) instead of

@@ -107,6 +107,11 @@ impl Wgpu {
         let q = self.output(m.rows, key_width)?;
         let k = self.output(m.rows, key_width)?;
         let v = self.output(m.rows, value_width)?;
+        let heads = 2 * n_k_head + n_v_head;
+        // Enough workgroups to fill a large GPU on a long prompt, each still long enough to
+        // amortise its L2 reductions' barriers; never fewer rows than the carried ones (the
+        // kernel's first block alone reads and shifts the conv state).
+        let rows_per_group = CONV_QKV_ROWS_PER_GROUP.max(taps - 1);
         self.record(
             Kernel::ConvQkvNorm,
             &[
@@ -118,6 +123,7 @@ impl Wgpu {
                 m.rows as u32,
                 q_scale.to_bits(),
                 eps.to_bits(),
+                rows_per_group as u32,
             ],
             &[
                 &m.buffer,
@@ -127,7 +133,7 @@ impl Wgpu {
                 &k.buffer,
                 &v.buffer,
             ],
-            2 * n_k_head + n_v_head,
+            heads * m.rows.div_ceil(rows_per_group).max(1),
             f32_bytes(&[m, w, state]),
         )?;
         Ok(Qkv { q, k, v })
