@@ -11,7 +11,7 @@ use crate::sample::SamplerConfig;
 use crate::state_file::PromptCacheFile;
 use crate::tokenizer::Tokenizer;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use tokio::sync::mpsc as events;
 
@@ -101,7 +101,7 @@ impl Worker {
             None => ReasoningSplitter::answer_only(),
         };
         let send = |split: Split| -> Flow {
-            if job.events.is_closed() {
+            if job.events.is_closed() || self.stopping.load(Ordering::SeqCst) {
                 return Flow::Cancel;
             }
             if !split.is_empty() && job.events.blocking_send(Event::Delta(split)).is_err() {
@@ -120,7 +120,6 @@ impl Worker {
             &mut self.cache,
             &self.tokenizer,
             request,
-            &self.stopping,
             |piece| {
                 let (text, hit) = stops.push(piece);
                 match send(splitter.push(&text)) {
