@@ -28,6 +28,10 @@ struct Server {
 
 impl Server {
     fn start(extra: &[&str]) -> Server {
+        Server::start_with_env(extra, &[])
+    }
+
+    fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_qwen35"))
             .arg("serve")
             .arg("-m")
@@ -40,6 +44,7 @@ impl Server {
             })
             .args(extra)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -316,6 +321,43 @@ fn sampled_replies_equal_run_with_the_same_seed() {
         // The draw was made: greedy decoding gives another reply.
         let greedy = run_cli(&["--backend", backend, "--chat", "-p", MESSAGE]);
         assert_ne!(content, greedy, "{backend}");
+    }
+}
+
+/// A panic while a request is served, in the HTTP handler or on the model's thread (planted
+/// through QWEN35_TEST_PANIC, which makes the first chat request panic there), gives that
+/// client a 500 with an OpenAI-style error; `/health` answers after it and later requests get
+/// the replies they would have got.
+#[test]
+fn a_panic_in_a_request_is_a_500_and_the_server_serves_on() {
+    let expected = run_cli(&["--chat", "-p", MESSAGE]);
+    let body = chat_body(json!([{ "role": "user", "content": MESSAGE }]), MAX_TOKENS);
+    for site in ["route", "model"] {
+        let server = Server::start_with_env(&[], &[("QWEN35_TEST_PANIC", site)]);
+        let (status, error) = server.post("/v1/chat/completions", &body);
+        assert_eq!(status, 500, "{site}: {error}");
+        assert_eq!(error["error"]["type"], "server_error", "{site}: {error}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("inside the server")),
+            "{site}: {error}"
+        );
+        let (status, health) = server.curl("GET", "/health", None, &[]);
+        assert_eq!(
+            (status, health.as_str()),
+            (200, r#"{"status":"ok"}"#),
+            "{site}"
+        );
+        for _ in 0..2 {
+            let (status, reply) = server.post("/v1/chat/completions", &body);
+            assert_eq!(status, 200, "{site}: {reply}");
+            assert_eq!(
+                reply["choices"][0]["message"]["content"], expected,
+                "{site}"
+            );
+        }
+        assert!(server.log().contains("QWEN35_TEST_PANIC planted"), "{site}");
     }
 }
 

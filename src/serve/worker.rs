@@ -5,6 +5,7 @@
 use super::error::ApiError;
 use super::generate::{generate, Finish, Flow, Outcome, Request};
 use super::text::{ReasoningSplitter, Split, StopMatcher};
+use super::{PanicSite, PlantedPanic};
 use crate::model::Engine;
 use crate::prefix_cache::PrefixCache;
 use crate::sample::SamplerConfig;
@@ -45,6 +46,7 @@ pub struct Worker {
     pub stopping: Arc<AtomicBool>,
     /// Where the state used last is saved when the server stops.
     pub prompt_cache: Option<PromptCacheFile>,
+    pub planted: Arc<PlantedPanic>,
 }
 
 impl Worker {
@@ -121,6 +123,7 @@ impl Worker {
             &self.tokenizer,
             request,
             |piece| {
+                self.planted.fire(PanicSite::Model);
                 let (text, hit) = stops.push(piece);
                 match send(splitter.push(&text)) {
                     Flow::Continue if hit => Flow::Stop,
