@@ -1,11 +1,13 @@
 //! The generation loop of `run`, `chat` and `bench`'s run-path row: prefill the prompt, then
 //! decode through [`Engine::decode`] (each token chosen on the backend, the next step queued
-//! before the previous token is read), streaming text as it becomes valid UTF-8.
+//! before the previous token is read), streaming text as it becomes valid UTF-8. The server
+//! generates through it too, with its prefix cache around it (`serve::generate`).
 
 use crate::model::{Engine, ModelError, TokenChoice};
 use crate::sample::Sampler;
 use crate::tokenizer::{StreamDecoder, Tokenizer};
 use crate::units::count;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -19,6 +21,8 @@ pub enum StopReason {
     ContextFull,
     /// The user interrupted (Ctrl-C).
     Interrupted,
+    /// The text consumer wanted no more (the server: a stop sequence, or the client went away).
+    Declined,
 }
 
 pub struct Generation {
@@ -51,6 +55,7 @@ impl std::fmt::Display for StopReason {
             StopReason::Budget => write!(f, "token limit (-n) reached"),
             StopReason::ContextFull => write!(f, "context full"),
             StopReason::Interrupted => write!(f, "interrupted"),
+            StopReason::Declined => write!(f, "the reader wanted no more text"),
         }
     }
 }
@@ -61,7 +66,11 @@ pub struct Limits<'a> {
 }
 
 /// Feeds `prompt` (must be non-empty) and generates until a stop condition; `history` holds the
-/// tokens the repeat penalty may look at and grows with the prompt and the reply.
+/// tokens the repeat penalty may look at and grows with the prompt and the reply. `on_text` gets
+/// the reply as it becomes valid UTF-8 and may break to stop it ([`StopReason::Declined`]).
+///
+/// Decoding runs a step ahead, so the last token chosen (an end-of-generation token included)
+/// may have been fed as well: the engine's position tells how many tokens its state holds.
 pub fn generate(
     engine: &mut dyn Engine,
     tokenizer: &Tokenizer,
@@ -69,7 +78,7 @@ pub fn generate(
     prompt: &[u32],
     history: &mut Vec<u32>,
     limits: Limits,
-    mut on_text: impl FnMut(&str),
+    mut on_text: impl FnMut(&str) -> ControlFlow<()>,
 ) -> Result<Generation, ModelError> {
     let (&last, earlier) = prompt.split_last().ok_or(ModelError::EmptyInput)?;
     let started = Instant::now();
@@ -98,8 +107,11 @@ pub fn generate(
             stop = Some(StopReason::EndOfGeneration(token));
             return false;
         }
-        on_text(&decoder.push(token));
         reply.push(token);
+        if on_text(&decoder.push(token)).is_break() {
+            stop = Some(StopReason::Declined);
+            return false;
+        }
         if limits.interrupt.swap(false, Ordering::SeqCst) {
             stop = Some(StopReason::Interrupted);
             return false;
@@ -107,7 +119,10 @@ pub fn generate(
         true
     })?;
     let decode_secs = decode_started.elapsed().as_secs_f64();
-    on_text(&decoder.finish());
+    if stop != Some(StopReason::Declined) {
+        // Whatever the consumer makes of the held-back tail, generation is over.
+        let _ = on_text(&decoder.finish());
+    }
     history.extend_from_slice(&reply);
     let stop = stop.unwrap_or(if steps < limits.max_new_tokens {
         StopReason::ContextFull

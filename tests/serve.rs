@@ -28,6 +28,10 @@ struct Server {
 
 impl Server {
     fn start(extra: &[&str]) -> Server {
+        Server::start_with_env(extra, &[])
+    }
+
+    fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_qwen35"))
             .arg("serve")
             .arg("-m")
@@ -40,6 +44,7 @@ impl Server {
             })
             .args(extra)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -175,11 +180,17 @@ fn chat_body(messages: Value, max_tokens: usize) -> Value {
 
 /// `qwen35 run` on the fixture, greedy: its stdout without the closing newline.
 fn run_cli(extra: &[&str]) -> String {
+    run_cli_sampled(&["--temp", "0"], extra)
+}
+
+/// `qwen35 run` on the fixture with the sampling flags `sampling`.
+fn run_cli_sampled(sampling: &[&str], extra: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_qwen35"))
         .arg("run")
         .arg("-m")
         .arg(fixture())
-        .args(["--ctx", CTX, "--threads", "1", "--temp", "0"])
+        .args(["--ctx", CTX, "--threads", "1"])
+        .args(sampling)
         .args(["-n", &MAX_TOKENS.to_string()])
         .args(extra)
         .output()
@@ -262,6 +273,92 @@ fn curl_streamed_and_whole_replies_match_run() {
     let (status, models) = server.curl("GET", "/v1/models", None, &[]);
     assert_eq!(status, 200);
     assert!(models.contains("\"tiny-f32\""), "{models}");
+}
+
+/// Whether this machine has a wgpu adapter; without one the wgpu half of a test is skipped,
+/// unless QWEN35_REQUIRE_GPU=1 (CI, on lavapipe) makes that a failure.
+fn wgpu_available() -> bool {
+    let file = std::sync::Arc::new(qwen35::gguf::GgufFile::open(fixture()).unwrap());
+    match qwen35::model::load_engine(file, qwen35::model::BackendKind::Wgpu, 1, 16) {
+        Ok(_) => true,
+        Err(qwen35::model::ModelError::BackendUnavailable { reason, .. })
+            if std::env::var("QWEN35_REQUIRE_GPU").as_deref() != Ok("1") =>
+        {
+            eprintln!("NOTICE: skipping the wgpu half: {reason}");
+            false
+        }
+        Err(e) => panic!("wgpu: {e}"),
+    }
+}
+
+/// A sampled reply (temperature above 0, a fixed seed) is drawn by `run`'s loop on the server
+/// too: whole and streamed, it is `qwen35 run`'s reply with the same seed and settings, on the
+/// CPU and on wgpu (lavapipe in CI), where the draw is made by the GPU's sampling kernels.
+#[test]
+fn sampled_replies_equal_run_with_the_same_seed() {
+    let mut backends = vec!["cpu"];
+    if wgpu_available() {
+        backends.push("wgpu");
+    }
+    let sampling = [
+        "--temp", "0.9", "--top-k", "0", "--top-p", "0.95", "--seed", "7",
+    ];
+    for backend in backends {
+        let server = Server::start(&["--backend", backend]);
+        let mut body = chat_body(json!([{ "role": "user", "content": MESSAGE }]), MAX_TOKENS);
+        body["temperature"] = json!(0.9);
+        body["top_k"] = json!(0);
+        body["top_p"] = json!(0.95);
+        body["seed"] = json!(7);
+        let (status, whole) = server.post("/v1/chat/completions", &body);
+        assert_eq!(status, 200, "{backend}: {whole}");
+        let content = whole["choices"][0]["message"]["content"].as_str().unwrap();
+        body["stream"] = json!(true);
+        let (streamed, _) = streamed_chat(&server.post_stream("/v1/chat/completions", &body));
+        assert_eq!(streamed, content, "{backend}");
+        let run = run_cli_sampled(&sampling, &["--backend", backend, "--chat", "-p", MESSAGE]);
+        assert_eq!(content, run, "{backend}");
+        // The draw was made: greedy decoding gives another reply.
+        let greedy = run_cli(&["--backend", backend, "--chat", "-p", MESSAGE]);
+        assert_ne!(content, greedy, "{backend}");
+    }
+}
+
+/// A panic while a request is served, in the HTTP handler or on the model's thread (planted
+/// through QWEN35_TEST_PANIC, which makes the first chat request panic there), gives that
+/// client a 500 with an OpenAI-style error; `/health` answers after it and later requests get
+/// the replies they would have got.
+#[test]
+fn a_panic_in_a_request_is_a_500_and_the_server_serves_on() {
+    let expected = run_cli(&["--chat", "-p", MESSAGE]);
+    let body = chat_body(json!([{ "role": "user", "content": MESSAGE }]), MAX_TOKENS);
+    for site in ["route", "model"] {
+        let server = Server::start_with_env(&[], &[("QWEN35_TEST_PANIC", site)]);
+        let (status, error) = server.post("/v1/chat/completions", &body);
+        assert_eq!(status, 500, "{site}: {error}");
+        assert_eq!(error["error"]["type"], "server_error", "{site}: {error}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("inside the server")),
+            "{site}: {error}"
+        );
+        let (status, health) = server.curl("GET", "/health", None, &[]);
+        assert_eq!(
+            (status, health.as_str()),
+            (200, r#"{"status":"ok"}"#),
+            "{site}"
+        );
+        for _ in 0..2 {
+            let (status, reply) = server.post("/v1/chat/completions", &body);
+            assert_eq!(status, 200, "{site}: {reply}");
+            assert_eq!(
+                reply["choices"][0]["message"]["content"], expected,
+                "{site}"
+            );
+        }
+        assert!(server.log().contains("QWEN35_TEST_PANIC planted"), "{site}");
+    }
 }
 
 /// The `openai` Python client; `QWEN35_PYTHON` names the interpreter that has it.
@@ -367,6 +464,11 @@ fn a_second_turn_uses_the_cached_state_and_matches_a_cold_run() {
     assert_eq!(
         turn2["choices"][0]["message"]["content"],
         cold_turn2["choices"][0]["message"]["content"]
+    );
+    assert_eq!(turn2["usage"]["completion_tokens"], 16);
+    assert_eq!(
+        turn2["choices"][0]["finish_reason"],
+        cold_turn2["choices"][0]["finish_reason"]
     );
 }
 

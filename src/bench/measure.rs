@@ -274,7 +274,7 @@ fn run_path_rate(
             max_new_tokens: tokens,
             interrupt: &never,
         },
-        |_| {},
+        |_| std::ops::ControlFlow::Continue(()),
     )?;
     // The end-of-text token, if one stopped it, was chosen too.
     let ended = matches!(generation.stop, StopReason::EndOfGeneration(_));

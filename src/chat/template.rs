@@ -1,9 +1,11 @@
 //! The chat template renderer: minijinja set up the way HF transformers sets up Jinja2 for
 //! `apply_chat_template` (`trim_blocks`, `lstrip_blocks`, loop controls, Python string methods,
-//! a `tojson` that writes what Python's `json.dumps` writes, `raise_exception`).
+//! a `tojson` that writes what Python's `json.dumps` writes, `raise_exception`, `strftime_now`,
+//! and the special tokens `bos_token` and `eos_token`).
 
 use super::Message;
-use crate::gguf::{GgufFile, MetaValue};
+use crate::gguf::{GgufError, GgufFile, MetaValue};
+use crate::tokenizer::keys;
 use minijinja::value::{Kwargs, Serde};
 use minijinja::{Environment, Error, ErrorKind, Value};
 
@@ -23,7 +25,16 @@ pub enum TemplateError {
     Render(String),
     #[error("the GGUF key {GGUF_TEMPLATE_KEY} is not a string: {0}")]
     Metadata(String),
+    #[error("reading the special tokens the chat template is given: {0}")]
+    SpecialTokens(#[from] GgufError),
 }
+
+/// The GGUF keys of the special tokens a template sees as `bos_token` and `eos_token`.
+const BOS_TOKEN_ID: &str = "tokenizer.ggml.bos_token_id";
+const SPECIAL_TOKENS: [(&str, &str); 2] = [
+    ("bos_token", BOS_TOKEN_ID),
+    ("eos_token", keys::EOS_TOKEN_ID),
+];
 
 /// What a render gets besides the messages.
 #[derive(Debug, Clone, Default)]
@@ -51,6 +62,9 @@ impl RenderOptions {
 
 pub struct ChatTemplate {
     env: Environment<'static>,
+    /// `bos_token`, `eos_token`: the texts of the file's special tokens, as HF transformers
+    /// passes the tokenizer's to templates; a request's own variables of those names win.
+    special_tokens: serde_json::Map<String, serde_json::Value>,
 }
 
 impl std::fmt::Debug for ChatTemplate {
@@ -78,9 +92,27 @@ impl ChatTemplate {
                 Err(Error::new(ErrorKind::InvalidOperation, message))
             },
         );
+        // HF transformers' `strftime_now`: the local time through Python's `strftime`.
+        env.add_function("strftime_now", |format: String| {
+            strftime(&format, &jiff::ZonedDateTime::now())
+        });
         env.add_template_owned(TEMPLATE_NAME, source.to_owned())
             .map_err(|e| TemplateError::Syntax(format!("{e:#}")))?;
-        Ok(ChatTemplate { env })
+        Ok(ChatTemplate {
+            env,
+            special_tokens: serde_json::Map::new(),
+        })
+    }
+
+    /// Gives the template `bos_token` and `eos_token` (each when `Some`).
+    pub fn with_special_tokens(mut self, bos: Option<String>, eos: Option<String>) -> ChatTemplate {
+        for ((name, _), text) in SPECIAL_TOKENS.iter().zip([bos, eos]) {
+            match text {
+                Some(text) => self.special_tokens.insert((*name).into(), text.into()),
+                None => self.special_tokens.remove(*name),
+            };
+        }
+        self
     }
 
     /// ChatML (QWEN35.md §9), for files without a template of their own.
@@ -88,13 +120,22 @@ impl ChatTemplate {
         ChatTemplate::new(CHATML).expect("the built-in ChatML template compiles")
     }
 
-    /// The file's own template, or ChatML when it has none.
+    /// The file's own template, or ChatML when it has none, given the texts of the file's
+    /// beginning- and end-of-sequence tokens (an id the file lacks, or one outside its
+    /// vocabulary, leaves that variable undefined, as HF does for a tokenizer without it).
     pub fn from_gguf(file: &GgufFile) -> Result<ChatTemplate, TemplateError> {
-        match file.get(GGUF_TEMPLATE_KEY) {
-            None => Ok(ChatTemplate::chatml()),
-            Some(MetaValue::Str(source)) => ChatTemplate::new(source),
-            Some(other) => Err(TemplateError::Metadata(format!("{other:?}"))),
-        }
+        let template = match file.get(GGUF_TEMPLATE_KEY) {
+            None => ChatTemplate::chatml(),
+            Some(MetaValue::Str(source)) => ChatTemplate::new(source)?,
+            Some(other) => return Err(TemplateError::Metadata(format!("{other:?}"))),
+        };
+        let vocab = file.get_str_array_opt(keys::TOKENS)?.unwrap_or_default();
+        let text = |key: &str| -> Result<Option<String>, GgufError> {
+            let id = file.get_u32_opt(key)?;
+            Ok(id.and_then(|id| vocab.get(id as usize)).cloned())
+        };
+        let [(_, bos), (_, eos)] = SPECIAL_TOKENS;
+        Ok(template.with_special_tokens(text(bos)?, text(eos)?))
     }
 
     pub fn render(
@@ -103,6 +144,9 @@ impl ChatTemplate {
         options: &RenderOptions,
     ) -> Result<String, TemplateError> {
         let mut context = options.kwargs.clone();
+        for (name, text) in &self.special_tokens {
+            context.entry(name).or_insert_with(|| text.clone());
+        }
         context.insert(
             "messages".into(),
             serde_json::to_value(messages).map_err(|e| TemplateError::Render(e.to_string()))?,
@@ -145,6 +189,19 @@ impl ChatTemplate {
             .collect();
         Ok((text, boundaries))
     }
+}
+
+/// `time` formatted as Python's `strftime` formats it (the C locale's names); a directive it
+/// does not know is a render error naming the format.
+fn strftime(format: &str, time: &jiff::ZonedDateTime) -> Result<Value, Error> {
+    jiff::fmt::strtime::format(format, time)
+        .map(Value::from)
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidOperation,
+                format!("strftime_now({format:?}): {e}"),
+            )
+        })
 }
 
 /// `tojson` as HF transformers defines it for chat templates: Python's
@@ -238,6 +295,32 @@ mod tests {
         let system = "<|im_start|>system\nsys<|im_end|>\n".len();
         let user = "<|im_start|>user\nhi<|im_end|>\n".len();
         assert_eq!(boundaries, [system, system + user]);
+    }
+
+    /// Python's `datetime(2026, 3, 7, 9, 5, 2).strftime(format)` for each format.
+    #[test]
+    fn strftime_formats_as_python_does() {
+        let time = jiff::civil::date(2026, 3, 7)
+            .at(9, 5, 2, 0)
+            .in_tz("UTC")
+            .unwrap();
+        for (format, python) in [
+            ("%d %b %Y", "07 Mar 2026"),
+            ("%B %d, %Y", "March 07, 2026"),
+            ("%Y-%m-%d", "2026-03-07"),
+            ("%A %H:%M:%S", "Saturday 09:05:02"),
+            ("%I:%M %p", "09:05 AM"),
+            ("%j", "066"),
+            ("%a %y", "Sat 26"),
+            ("%e", " 7"),
+        ] {
+            assert_eq!(
+                strftime(format, &time).unwrap().to_string(),
+                python,
+                "{format}"
+            );
+        }
+        assert!(strftime("%K", &time).is_err());
     }
 
     #[test]

@@ -15,6 +15,7 @@ use qwen35::sample::Sampler;
 use qwen35::tokenizer::Tokenizer;
 use qwen35::units::count;
 use std::io::{BufRead, Write};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -290,6 +291,7 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
                     reply.push_str(piece);
                     let _ = stdout.write_all(display.filter(piece).as_bytes());
                     let _ = stdout.flush();
+                    ControlFlow::Continue(())
                 },
             )
             .map_err(anyhow::Error::from)
@@ -299,7 +301,7 @@ pub fn run(args: ChatArgs) -> anyhow::Result<()> {
         println!();
         log::info!("{}", generation.speed_report());
         match generation.stop {
-            StopReason::Interrupted => eprintln!("(stopped)"),
+            StopReason::Interrupted | StopReason::Declined => eprintln!("(stopped)"),
             StopReason::Budget => {
                 eprintln!("(reply cut at {})", count(args.n_predict, "token"))
             }

@@ -12,6 +12,7 @@ use qwen35::model::BackendKind;
 use qwen35::prefix_cache::{prefill_boundaries, PrefixCache};
 use qwen35::sample::Sampler;
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
@@ -113,6 +114,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             // A closed stdout (e.g. `| head`) must not abort generation with a panic.
             let _ = stdout.write_all(piece.as_bytes());
             let _ = stdout.flush();
+            ControlFlow::Continue(())
         },
     )?;
     println!();

@@ -1,13 +1,16 @@
-//! The server's generation loop, the one place where a request's tokens are produced: restore
-//! the longest cached prefix, prefill the rest (keeping snapshots at message boundaries and at
-//! the end of the prompt), then sample and feed one token at a time through the engine's public
-//! API. After the reply, the state is kept once more, keyed by every token it holds.
+//! The prefix cache around the generation loop of `run` and `chat` ([`crate::generate`]):
+//! restore the longest kept state whose tokens begin the prompt, prefill the rest (keeping a
+//! snapshot at each message boundary and before the prompt's last token, where a next turn that
+//! repeats this prompt picks up), generate, then keep the state after the reply, keyed by the
+//! tokens it holds.
 
+use crate::generate::{Limits, StopReason};
 use crate::model::{Engine, ModelError};
 use crate::prefix_cache::{prefill_boundaries, PrefixCache};
 use crate::sample::{Sampler, SamplerConfig};
-use crate::tokenizer::{StreamDecoder, Tokenizer};
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::tokenizer::Tokenizer;
+use std::ops::ControlFlow;
+use std::sync::atomic::AtomicBool;
 
 /// What the text consumer wants after a piece.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,7 +18,7 @@ pub enum Flow {
     Continue,
     /// A stop string was reached.
     Stop,
-    /// The client has gone.
+    /// The client has gone, or the server is stopping.
     Cancel,
 }
 
@@ -61,54 +64,55 @@ pub fn generate(
     cache: &mut PrefixCache,
     tokenizer: &Tokenizer,
     request: Request<'_>,
-    stopping: &AtomicBool,
     mut on_text: impl FnMut(&str) -> Flow,
 ) -> Result<Outcome, ModelError> {
     let prompt = request.prompt;
-    let prefilled = prefill_boundaries(engine, cache, prompt, request.boundaries)?;
-    let mut logits = engine.eval(&prompt[prefilled.position..], false)?;
-    let keep_states = cache.budget_bytes() > 0;
-    if keep_states {
-        cache.insert(prompt.to_vec(), engine.snapshot()?);
-    }
+    let before_last = prompt.len().checked_sub(1).ok_or(ModelError::EmptyInput)?;
+    let mut boundaries = request.boundaries.to_vec();
+    boundaries.push(before_last);
+    let prefilled = prefill_boundaries(engine, cache, prompt, &boundaries)?;
 
-    let mut sampler = Sampler::new(request.sampling);
-    let mut history = prompt.to_vec();
-    let mut decoder = StreamDecoder::new(tokenizer);
-    let mut generated = 0;
-    let finish = loop {
-        if stopping.load(Ordering::SeqCst) {
-            break Finish::Cancelled;
-        }
-        let next = sampler.sample(&logits, &history);
-        if tokenizer.is_eos(next) {
-            break Finish::Stop;
-        }
-        generated += 1;
-        history.push(next);
-        match on_text(&decoder.push(next)) {
-            Flow::Continue => {}
-            Flow::Stop => break Finish::Stop,
-            Flow::Cancel => break Finish::Cancelled,
-        }
-        if request.max_tokens.is_some_and(|max| generated >= max)
-            || engine.position() >= engine.context_len()
-        {
-            break Finish::Length;
-        }
-        logits = engine.eval(&[next], false)?;
+    let mut history = prompt[..prefilled.position].to_vec();
+    let mut declined = Flow::Continue;
+    // The server stops a generation through `on_text` (see `worker`), never by interrupt.
+    let never = AtomicBool::new(false);
+    let generation = crate::generate::generate(
+        engine,
+        tokenizer,
+        &mut Sampler::new(request.sampling),
+        &prompt[prefilled.position..],
+        &mut history,
+        Limits {
+            max_new_tokens: request.max_tokens.unwrap_or(usize::MAX),
+            interrupt: &never,
+        },
+        |piece| match on_text(piece) {
+            Flow::Continue => ControlFlow::Continue(()),
+            flow => {
+                declined = flow;
+                ControlFlow::Break(())
+            }
+        },
+    )?;
+    let finish = match generation.stop {
+        StopReason::EndOfGeneration(_) => Finish::Stop,
+        StopReason::Budget | StopReason::ContextFull => Finish::Length,
+        StopReason::Declined if declined == Flow::Stop => Finish::Stop,
+        StopReason::Declined | StopReason::Interrupted => Finish::Cancelled,
     };
-    if finish != Finish::Cancelled {
-        on_text(&decoder.finish());
+    if let StopReason::EndOfGeneration(token) = generation.stop {
+        history.push(token);
     }
-    if keep_states && engine.position() > prompt.len() {
-        // The state holds the prompt and every generated token but the last (never fed).
-        cache.insert(history[..engine.position()].to_vec(), engine.snapshot()?);
+    // The state holds the prompt and the tokens chosen so far, the last one fed or not.
+    if cache.budget_bytes() > 0 && engine.position() > prompt.len() {
+        if let Some(held) = history.get(..engine.position()) {
+            cache.insert(held.to_vec(), engine.snapshot()?);
+        }
     }
     Ok(Outcome {
         finish,
         prompt_tokens: prompt.len(),
         cached_tokens: prefilled.cached,
-        completion_tokens: generated,
+        completion_tokens: generation.decode_tokens,
     })
 }

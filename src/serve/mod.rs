@@ -33,6 +33,48 @@ pub struct Shared {
     created: u64,
     jobs: mpsc::Sender<Job>,
     next_id: AtomicU64,
+    planted: Arc<PlantedPanic>,
+}
+
+/// Where [`PlantedPanic`] may fire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PanicSite {
+    /// The chat completions handler, on the HTTP side.
+    Route,
+    /// The model's thread, inside the generation.
+    Model,
+}
+
+/// For tests only: `QWEN35_TEST_PANIC=route` or `=model`, read once when the server starts,
+/// makes the first chat request through that place panic, so the tests can watch a panic
+/// answered with a 500 and the server serving on. Unset (as outside tests), nothing fires.
+struct PlantedPanic {
+    site: Option<PanicSite>,
+    armed: AtomicBool,
+}
+
+impl PlantedPanic {
+    fn from_env() -> PlantedPanic {
+        let site = match std::env::var("QWEN35_TEST_PANIC").as_deref() {
+            Ok("route") => Some(PanicSite::Route),
+            Ok("model") => Some(PanicSite::Model),
+            Ok(other) => {
+                log::warn!("QWEN35_TEST_PANIC={other:?} ignored: it takes route or model");
+                None
+            }
+            Err(_) => None,
+        };
+        PlantedPanic {
+            site,
+            armed: AtomicBool::new(true),
+        }
+    }
+
+    fn fire(&self, site: PanicSite) {
+        if self.site == Some(site) && self.armed.swap(false, Ordering::SeqCst) {
+            panic!("the panic QWEN35_TEST_PANIC planted ({site:?})");
+        }
+    }
 }
 
 pub struct ServerOptions {
@@ -59,6 +101,7 @@ pub async fn serve(
     let stopping = Arc::new(AtomicBool::new(false));
     let context_len = engine.context_len();
     let (jobs, queue) = mpsc::channel();
+    let planted = Arc::new(PlantedPanic::from_env());
     let mut cache = PrefixCache::new(options.cache_bytes);
     if let Some(file) = &options.prompt_cache {
         if let Some(count) = file.load_into(&mut cache).map_err(std::io::Error::other)? {
@@ -71,6 +114,7 @@ pub async fn serve(
         cache,
         stopping: Arc::clone(&stopping),
         prompt_cache: options.prompt_cache,
+        planted: Arc::clone(&planted),
     };
     let model_thread = std::thread::Builder::new()
         .name("model".into())
@@ -87,6 +131,7 @@ pub async fn serve(
             .unwrap_or(0),
         jobs,
         next_id: AtomicU64::new(1),
+        planted,
     });
     let app = routes::router(shared);
     let served = axum::serve(listener, app)

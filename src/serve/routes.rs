@@ -6,7 +6,7 @@ use super::error::ApiError;
 use super::generate::Outcome;
 use super::text::Split;
 use super::worker::{Event, Job, EVENT_BUFFER};
-use super::Shared;
+use super::{PanicSite, Shared};
 use crate::chat::{tokenize_at_boundaries, RenderOptions, THINK};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -135,6 +135,7 @@ async fn chat_completions(
     State(shared): State<Arc<Shared>>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    shared.planted.fire(PanicSite::Route);
     let request: ChatRequest = parse_body(&body(raw)?)?;
     let params = request.sampling.params()?;
     let messages = request.messages()?;

@@ -5,13 +5,14 @@
 use super::error::ApiError;
 use super::generate::{generate, Finish, Flow, Outcome, Request};
 use super::text::{ReasoningSplitter, Split, StopMatcher};
+use super::{PanicSite, PlantedPanic};
 use crate::model::Engine;
 use crate::prefix_cache::PrefixCache;
 use crate::sample::SamplerConfig;
 use crate::state_file::PromptCacheFile;
 use crate::tokenizer::Tokenizer;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use tokio::sync::mpsc as events;
 
@@ -45,6 +46,7 @@ pub struct Worker {
     pub stopping: Arc<AtomicBool>,
     /// Where the state used last is saved when the server stops.
     pub prompt_cache: Option<PromptCacheFile>,
+    pub planted: Arc<PlantedPanic>,
 }
 
 impl Worker {
@@ -101,7 +103,7 @@ impl Worker {
             None => ReasoningSplitter::answer_only(),
         };
         let send = |split: Split| -> Flow {
-            if job.events.is_closed() {
+            if job.events.is_closed() || self.stopping.load(Ordering::SeqCst) {
                 return Flow::Cancel;
             }
             if !split.is_empty() && job.events.blocking_send(Event::Delta(split)).is_err() {
@@ -120,8 +122,8 @@ impl Worker {
             &mut self.cache,
             &self.tokenizer,
             request,
-            &self.stopping,
             |piece| {
+                self.planted.fire(PanicSite::Model);
                 let (text, hit) = stops.push(piece);
                 match send(splitter.push(&text)) {
                     Flow::Continue if hit => Flow::Stop,
