@@ -131,8 +131,12 @@ fn container_damage_is_named() {
     let e = info_fails("truncated-header", &good[..200]);
     assert_names("truncated-header", &e, &["offset"]);
 
-    let e = info_fails("truncated-data", &good[..good.len() - 1000]);
-    assert_names("truncated-data", &e, &["output.weight"]);
+    // Cut inside the data of the tensor stored last: the message must name that tensor.
+    let file = GgufFile::open(fixture()).unwrap();
+    let last = file.tensors().iter().max_by_key(|t| t.offset).unwrap();
+    let cut = (last.offset + last.n_bytes / 2) as usize;
+    let e = info_fails("truncated-data", &good[..cut]);
+    assert_names("truncated-data", &e, &[&last.name]);
 
     let mut bad_magic = good.clone();
     bad_magic[..4].copy_from_slice(b"GGML");
