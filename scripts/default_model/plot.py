@@ -17,11 +17,15 @@ def main() -> None:
     log_path, png = sys.argv[1], sys.argv[2]
     rows = [json.loads(line) for line in open(log_path, encoding="utf-8")]
     steps = [r for r in rows if not r.get("final")]
-    held = [r for r in rows if "heldout_loss" in r]
+    # During training only the held-out split's first windows (stories) are scored; the whole
+    # split once at the end. Two different measures: two series.
+    held = [r for r in rows if "heldout_loss" in r and not r.get("final")]
+    final = [r for r in rows if r.get("final")]
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
     ax.plot([r["tokens"] / 1e6 for r in steps], [r["loss"] for r in steps], label="train (batch)")
     ax.plot([r["tokens"] / 1e6 for r in steps], [r["mtp_loss"] for r in steps], label="train, MTP head (t+2)", alpha=0.7)
-    ax.plot([r["tokens"] / 1e6 for r in held], [r["heldout_loss"] for r in held], "o-", label="held-out")
+    ax.plot([r["tokens"] / 1e6 for r in held], [r["heldout_loss"] for r in held], "o-", label="held-out, stories part")
+    ax.plot([r["tokens"] / 1e6 for r in final], [r["heldout_loss"] for r in final], "s", label="held-out, whole split (end)")
     ax.set_xlabel("training tokens (millions)")
     ax.set_ylabel("cross-entropy (nats/token)")
     ax.set_yscale("log")

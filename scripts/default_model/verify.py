@@ -3,9 +3,9 @@
 
     python3 scripts/default_model/verify.py --hf HF_DIR --heldout heldout.u16 \
         --gguf models/qwen35-default-f32.gguf [--gguf models/qwen35-default-q8_0.gguf ...] \
-        [--windows 4] [--length 512] [--out RESULT.json]
+        [--windows 8] [--length 512] [--out RESULT.json]
 
-The first WINDOWS non-overlapping windows of LENGTH tokens of the held-out split are scored
+WINDOWS windows of LENGTH tokens spread evenly over the held-out split are scored
 teacher-forced (each window's first token predicts the second, and so on): transformers in
 float32 on the CPU, and `qwen35 eval --backend cpu` for each GGUF, whose logits are read back.
 """
@@ -35,13 +35,15 @@ def main() -> None:
     parser.add_argument("--hf", type=Path, required=True)
     parser.add_argument("--heldout", type=Path, required=True)
     parser.add_argument("--gguf", type=Path, action="append", default=[])
-    parser.add_argument("--windows", type=int, default=4)
+    parser.add_argument("--windows", type=int, default=8)
     parser.add_argument("--length", type=int, default=512)
     parser.add_argument("--qwen35", type=Path, default=ROOT / "target/release/qwen35")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     ids = np.fromfile(args.heldout, dtype=np.uint16).astype(np.int64)
-    windows = [ids[i * args.length : (i + 1) * args.length] for i in range(args.windows)]
+    # Spread over the whole split: it holds stories, then dialogues, chit-chat and WordNet text.
+    stride = (len(ids) - args.length) // max(1, args.windows - 1)
+    windows = [ids[i * stride : i * stride + args.length] for i in range(args.windows)]
     torch.set_num_threads(1)
     model = Qwen3_5ForCausalLM.from_pretrained(args.hf, dtype=torch.float32).eval()
     result = {"windows": args.windows, "length": args.length, "scored_tokens": args.windows * (args.length - 1)}
