@@ -173,12 +173,12 @@ impl Conversation {
 pub fn run(args: ChatArgs) -> anyhow::Result<()> {
     let interrupt = Interrupt::install()?;
     match args.engine.backend {
-        Some(backend) => eprintln!("loading {} on {backend}", args.engine.model.display()),
-        None => eprintln!("loading {}", args.engine.model.display()),
+        Some(backend) => eprintln!("loading {} on {backend}", args.engine.model().display()),
+        None => eprintln!("loading {}", args.engine.model().display()),
     }
     let (tokenizer, engine) = load(&args.engine)?;
-    let template = load_chat_template(&args.engine.model)?;
-    let prompt_file = prompt_cache_file(args.prompt_cache.as_ref(), &args.engine.model)?;
+    let template = load_chat_template(args.engine.model())?;
+    let prompt_file = prompt_cache_file(args.prompt_cache.as_ref(), args.engine.model())?;
     let thinking = !args.no_think;
     let mut chat = Conversation {
         engine,

@@ -82,9 +82,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 /// Flags of every subcommand that runs the model.
 #[derive(Args, Clone)]
 pub struct EngineArgs {
-    /// GGUF model file.
+    /// GGUF model file (default: the small model bundled in models/, see models/README.md).
     #[arg(short, long)]
-    pub model: PathBuf,
+    model: Option<PathBuf>,
     /// Who runs the ops: cpu (exact), cpu-fast (14-bit activations), wgpu or metal (default:
     /// the fastest here, wgpu on a GPU, else cpu-fast; named on stderr).
     #[arg(long, value_parser = parse_backend)]
@@ -114,6 +114,19 @@ pub struct GpuArgs {
     /// Every runtime check in the kernels (loop bounds, integer division), not only buffer bounds.
     #[arg(long)]
     pub all_shader_checks: bool,
+}
+
+/// The bundled default model, found where this program was built from.
+const DEFAULT_MODEL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/models/qwen35-default-q8_0.gguf"
+);
+
+impl EngineArgs {
+    /// The model file: `--model`, else the bundled default model.
+    pub fn model(&self) -> &Path {
+        self.model.as_deref().unwrap_or(Path::new(DEFAULT_MODEL))
+    }
 }
 
 impl GpuArgs {
@@ -242,8 +255,15 @@ pub fn load_tokenizer(file: &GgufFile, path: &Path) -> anyhow::Result<Tokenizer>
 
 /// Opens the model file, builds its tokenizer and loads it on the chosen backend.
 pub fn load(args: &EngineArgs) -> anyhow::Result<(Tokenizer, Box<dyn Engine>)> {
-    let file = open_gguf(&args.model)?;
-    let tokenizer = load_tokenizer(&file, &args.model)?;
+    if args.model.is_none() {
+        // Once, though `run --prefill-backend` loads the model twice.
+        static NOTICE: std::sync::Once = std::sync::Once::new();
+        NOTICE.call_once(|| {
+            eprintln!("model: no -m given, using the bundled default model {DEFAULT_MODEL}")
+        });
+    }
+    let file = open_gguf(args.model())?;
+    let tokenizer = load_tokenizer(&file, args.model())?;
     let threads = cpu_threads(args.threads);
     let backend = args.backend.unwrap_or_else(|| {
         let (fastest, why) = BackendKind::fastest_available();
@@ -259,7 +279,7 @@ pub fn load(args: &EngineArgs) -> anyhow::Result<(Tokenizer, Box<dyn Engine>)> {
         gpu: args.gpu.options(),
     };
     let engine = load_engine_with(file, backend, &options, ctx)
-        .with_context(|| format!("loading {}", args.model.display()))?;
+        .with_context(|| format!("loading {}", args.model().display()))?;
     log::info!("loaded in {:.2} s", started.elapsed().as_secs_f64());
     Ok((tokenizer, engine))
 }

@@ -47,9 +47,9 @@ pub struct RunArgs {
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let (tokenizer, mut engine) = load(&args.engine)?;
-    let prompt_file = prompt_cache_file(args.prompt_cache.as_ref(), &args.engine.model)?;
+    let prompt_file = prompt_cache_file(args.prompt_cache.as_ref(), args.engine.model())?;
     let (prompt, mut boundaries) = if args.chat {
-        let (text, byte_boundaries) = load_chat_template(&args.engine.model)?
+        let (text, byte_boundaries) = load_chat_template(args.engine.model())?
             .render_with_boundaries(
                 &[Message::new(Role::User, args.prompt.clone())],
                 &RenderOptions::generation(args.think),

@@ -30,11 +30,11 @@ pub struct ServeArgs {
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let (tokenizer, engine) = load(&args.engine)?;
-    let template = load_chat_template(&args.engine.model)?;
-    let prompt_cache = prompt_cache_file(args.prompt_cache.as_ref(), &args.engine.model)?;
+    let template = load_chat_template(args.engine.model())?;
+    let prompt_cache = prompt_cache_file(args.prompt_cache.as_ref(), args.engine.model())?;
     let model_name = args
         .engine
-        .model
+        .model()
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "qwen35".into());
