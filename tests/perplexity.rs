@@ -21,23 +21,20 @@ fn perplexity(args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// The PPL of a `Final estimate: PPL = x +/- err` line, which both programs print.
-fn final_ppl(output: &str) -> Option<f64> {
+/// The PPL and its error from a `Final estimate: PPL = x +/- err` line, which both programs print.
+fn final_ppl(output: &str) -> Option<(f64, f64)> {
     const LABEL: &str = "Final estimate: PPL = ";
     // llama-perplexity's log lines start with a timestamp.
     let line = output.lines().find(|l| l.contains(LABEL))?;
-    line[line.find(LABEL)? + LABEL.len()..]
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    let (ppl, error) = line[line.find(LABEL)? + LABEL.len()..].split_once(" +/- ")?;
+    Some((ppl.parse().ok()?, error.trim().parse().ok()?))
 }
 
 /// llama-perplexity's figure for `variant` at --ctx 128 --chunks 4, from its committed output. A
 /// quantized file is compared with llama-perplexity on its weights dequantized to F32: on the
 /// quantized file itself llama.cpp's CPU matmuls also round the activations to 8 bits, which moves
 /// this random model's perplexity by up to 1.1% (the README there has both).
-fn reference(variant: &str) -> f64 {
+fn reference(variant: &str) -> (f64, f64) {
     let name = match variant {
         "f32" => "f32".to_string(),
         _ => format!("{variant}-dequant"),
@@ -58,9 +55,9 @@ fn tolerance(backend: &str) -> f64 {
     }
 }
 
-/// Ours on `backend`, checked against llama-perplexity's figure; None when the backend has no
+/// Ours on `backend`, checked against llama-perplexity's figure; not run when the backend has no
 /// device here (never allowed under QWEN35_REQUIRE_GPU=1).
-fn check(variant: &str, backend: &str) -> Option<f64> {
+fn check(variant: &str, backend: &str) {
     let model = format!("tests/fixtures/tiny-{variant}.gguf");
     let out = perplexity(&[
         "-m",
@@ -82,16 +79,20 @@ fn check(variant: &str, backend: &str) -> Option<f64> {
             "QWEN35_REQUIRE_GPU=1 but wgpu did not run: {stderr}"
         );
         eprintln!("not run: {stderr}");
-        return None;
+        return;
     }
     assert!(out.status.success(), "{variant} {backend}: {stderr}");
-    let ours = final_ppl(&stdout).unwrap_or_else(|| panic!("no final estimate in {stdout:?}"));
-    let expected = reference(variant);
-    let relative = (ours - expected).abs() / expected;
-    assert!(
-        relative < tolerance(backend),
-        "{variant} {backend}: PPL {ours} against llama-perplexity's {expected} ({relative:.2e} relative)"
-    );
+    let (ours, error) =
+        final_ppl(&stdout).unwrap_or_else(|| panic!("no final estimate in {stdout:?}"));
+    let (expected, expected_error) = reference(variant);
+    for (what, value, reference) in [("PPL", ours, expected), ("error", error, expected_error)] {
+        let relative = (value - reference).abs() / reference;
+        assert!(
+            relative < tolerance(backend),
+            "{variant} {backend}: {what} {value} against llama-perplexity's {reference} \
+             ({relative:.2e} relative)"
+        );
+    }
     // The running estimate after each chunk goes to stderr, the last one being the result.
     let running: Vec<&str> = stderr.lines().filter(|l| l.starts_with('[')).collect();
     assert_eq!(running.len(), 4, "{stderr}");
@@ -99,13 +100,12 @@ fn check(variant: &str, backend: &str) -> Option<f64> {
         running[3].starts_with(&format!("[4]{ours:.4} ")),
         "{stderr}"
     );
-    Some(ours)
 }
 
 fn every_backend(variant: &str) {
-    check(variant, "cpu").unwrap();
-    check(variant, "cpu-fast").unwrap();
-    check(variant, "wgpu");
+    for backend in ["cpu", "cpu-fast", "wgpu"] {
+        check(variant, backend);
+    }
 }
 
 #[test]
