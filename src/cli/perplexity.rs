@@ -54,12 +54,12 @@ pub fn run(args: PerplexityArgs) -> anyhow::Result<()> {
         plan.chunks,
         plan.scored_per_chunk()
     );
+    // The engine's context only has to hold one chunk.
     let engine_args = EngineArgs {
         ctx: Some(ctx),
-        ..args.engine.clone()
+        ..args.engine
     };
-    let mut engine = load_engine_from(&engine_args, file)
-        .with_context(|| format!("loading {}", args.engine.model.display()))?;
+    let mut engine = load_engine_from(&engine_args, file)?;
     let progress = Progress::new(plan.chunks);
     let estimate = measure(engine.as_mut(), &tokens, plan, bos, |chunk, running| {
         progress.chunk_done(chunk, running)
