@@ -12,6 +12,7 @@ pub mod generate;
 pub mod gguf;
 pub mod model;
 pub mod npy;
+pub mod perplexity;
 pub mod prefix_cache;
 pub mod quant;
 pub mod sample;

@@ -6,6 +6,7 @@ mod check;
 mod convert;
 mod eval;
 mod info;
+mod perplexity;
 mod quantize;
 mod run;
 mod serve;
@@ -59,6 +60,8 @@ enum Command {
     Convert(convert::ConvertArgs),
     /// Quantize an F32/F16/BF16 GGUF with llama-quantize's per-tensor types and ggml's quantizers.
     Quantize(quantize::QuantizeArgs),
+    /// Perplexity of a text file, measured as llama.cpp's llama-perplexity measures it.
+    Perplexity(perplexity::PerplexityArgs),
     /// An OpenAI-compatible HTTP server (chat and text completions, streaming, a state cache).
     Serve(serve::ServeArgs),
 }
@@ -75,6 +78,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(args) => bench::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Quantize(args) => quantize::run(args),
+        Command::Perplexity(args) => perplexity::run(args),
         Command::Serve(args) => serve::run(args),
     }
 }
@@ -264,6 +268,12 @@ pub fn load(args: &EngineArgs) -> anyhow::Result<(Tokenizer, Box<dyn Engine>)> {
     }
     let file = open_gguf(args.model())?;
     let tokenizer = load_tokenizer(&file, args.model())?;
+    Ok((tokenizer, load_engine_from(args, file)?))
+}
+
+/// Loads the opened model file on the backend `args` name (the fastest here, named on stderr,
+/// when they name none).
+pub fn load_engine_from(args: &EngineArgs, file: Arc<GgufFile>) -> anyhow::Result<Box<dyn Engine>> {
     let threads = cpu_threads(args.threads);
     let backend = args.backend.unwrap_or_else(|| {
         let (fastest, why) = BackendKind::fastest_available();
@@ -281,7 +291,7 @@ pub fn load(args: &EngineArgs) -> anyhow::Result<(Tokenizer, Box<dyn Engine>)> {
     let engine = load_engine_with(file, backend, &options, ctx)
         .with_context(|| format!("loading {}", args.model().display()))?;
     log::info!("loaded in {:.2} s", started.elapsed().as_secs_f64());
-    Ok((tokenizer, engine))
+    Ok(engine)
 }
 
 /// The chat template of the model file (ChatML when it has none).
