@@ -15,8 +15,12 @@ use msl_sim::device::{SimDevice, SimTensor};
 use msl_sim::Order;
 use qwen35::backend::cpu::{CpuBackend, CpuTensor};
 use qwen35::backend::metal::{ops, MslFormat};
-use qwen35::backend::{AttentionShape, Backend, DeltaNetShape, Qkv, RopeShape};
+use qwen35::backend::{
+    AttentionShape, Backend, ConvQkvNorm, DeltaNetShape, GatedAttention, GatedDeltaRule, KvCache,
+    Qkv, RopeShape,
+};
 use qwen35::compare::{compare_elements, Tolerance};
+use qwen35::model::forward::{conv_qkv_norm_steps, gated_attention_steps, gated_delta_rule_steps};
 use qwen35::quant::{self, GgmlType};
 
 /// xorshift64*: reproducible inputs without a dependency.
@@ -327,9 +331,11 @@ fn attention_against_cpu() {
                 &cpu_tensor(&cpu, rows, n_head * head_dim, &q),
                 &cpu_tensor(&cpu, rows, kv_cols, &k),
                 &cpu_tensor(&cpu, rows, kv_cols, &v),
-                &mut ck,
-                &mut cv,
-                pos0,
+                &mut KvCache {
+                    k: &mut ck,
+                    v: &mut cv,
+                    pos0,
+                },
                 shape,
             )
             .expect("cpu");
@@ -718,21 +724,25 @@ fn gated_attention_against_cpu() {
         cache_v[(pos0 + 1) * kv_cols..].fill(0.0);
         let mut ck = cpu_tensor(&cpu, ctx, kv_cols, &cache_k);
         let mut cv = cpu_tensor(&cpu, ctx, kv_cols, &cache_v);
-        let want = cpu
-            .gated_attention(
-                &cpu_tensor(&cpu, 1, 2 * n_head * head_dim, &q_and_gate),
-                &cpu_tensor(&cpu, 1, kv_cols, &k),
-                &cpu_tensor(&cpu, 1, kv_cols, &v),
-                &cpu_tensor(&cpu, 1, head_dim, &q_norm),
-                &cpu_tensor(&cpu, 1, head_dim, &k_norm),
+        let want = gated_attention_steps(
+            &cpu,
+            &GatedAttention {
+                q_and_gate: &cpu_tensor(&cpu, 1, 2 * n_head * head_dim, &q_and_gate),
+                k: &cpu_tensor(&cpu, 1, kv_cols, &k),
+                v: &cpu_tensor(&cpu, 1, kv_cols, &v),
+                q_norm: &cpu_tensor(&cpu, 1, head_dim, &q_norm),
+                k_norm: &cpu_tensor(&cpu, 1, head_dim, &k_norm),
                 eps,
                 rope,
-                &mut ck,
-                &mut cv,
-                pos0,
                 shape,
-            )
-            .expect("cpu");
+            },
+            &mut KvCache {
+                k: &mut ck,
+                v: &mut cv,
+                pos0,
+            },
+        )
+        .expect("cpu");
         let (want, want_k, want_v) = (
             cpu_values(&cpu, &want),
             cpu_values(&cpu, &ck),
@@ -800,19 +810,23 @@ fn conv_qkv_norm_and_gated_delta_rule_against_cpu() {
         let dt_bias = rng.vec(n_v_head);
         let state = rng.vec(n_v_head * k_dim * v_dim);
         let mut ds = cpu_tensor(&cpu, n_v_head, k_dim * v_dim, &state);
-        let o = cpu
-            .gated_delta_rule(
-                &cpu_tensor(&cpu, 1, n_k_head * k_dim, &want_q),
-                &cpu_tensor(&cpu, 1, n_k_head * k_dim, &want_k),
-                &cpu_tensor(&cpu, 1, n_v_head * v_dim, &want_v),
-                &cpu_tensor(&cpu, 1, n_v_head, &alpha),
-                &cpu_tensor(&cpu, 1, n_v_head, &beta),
-                &cpu_tensor(&cpu, 1, n_v_head, &ssm_a),
-                &cpu_tensor(&cpu, 1, n_v_head, &dt_bias),
-                &mut ds,
+        let o = gated_delta_rule_steps(
+            &cpu,
+            &GatedDeltaRule {
+                qkv: &Qkv {
+                    q: cpu_tensor(&cpu, 1, n_k_head * k_dim, &want_q),
+                    k: cpu_tensor(&cpu, 1, n_k_head * k_dim, &want_k),
+                    v: cpu_tensor(&cpu, 1, n_v_head * v_dim, &want_v),
+                },
+                alpha: &cpu_tensor(&cpu, 1, n_v_head, &alpha),
+                beta: &cpu_tensor(&cpu, 1, n_v_head, &beta),
+                ssm_a: &cpu_tensor(&cpu, 1, n_v_head, &ssm_a),
+                dt_bias: &cpu_tensor(&cpu, 1, n_v_head, &dt_bias),
                 shape,
-            )
-            .expect("cpu");
+            },
+            &mut ds,
+        )
+        .expect("cpu");
         let (want_o, want_state) = (cpu_values(&cpu, &o), cpu_values(&cpu, &ds));
 
         in_each_schedule(|sim| {
@@ -858,16 +872,18 @@ fn conv_qkv_norm_against_cpu(
     let w = rng.vec(channels * taps);
     let conv_state = rng.vec((taps - 1) * channels);
     let mut cs = cpu_tensor(cpu, taps - 1, channels, &conv_state);
-    let Qkv { q, k, v } = cpu
-        .conv_qkv_norm(
-            &cpu_tensor(cpu, rows, channels, &m),
-            &cpu_tensor(cpu, channels, taps, &w),
-            &mut cs,
+    let Qkv { q, k, v } = conv_qkv_norm_steps(
+        cpu,
+        &ConvQkvNorm {
+            m: &cpu_tensor(cpu, rows, channels, &m),
+            w: &cpu_tensor(cpu, channels, taps, &w),
             shape,
             q_scale,
             eps,
-        )
-        .expect("cpu");
+        },
+        &mut cs,
+    )
+    .expect("cpu");
     let want = [q, k, v].map(|x| cpu_values(cpu, &x));
     let want_state = cpu_values(cpu, &cs);
     in_each_schedule(|sim| {

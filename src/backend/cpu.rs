@@ -9,7 +9,8 @@ use rayon::prelude::*;
 
 use super::{
     checks, rms_norm_matmul_each, sample_on_host, AttentionShape, Backend, BackendError,
-    BackendStats, DeltaNetShape, OpTiming, PendingRead,
+    BackendStats, ConvQkvNorm, DeltaNetShape, GatedAttention, GatedDeltaRule, KvCache, OpTiming,
+    PendingRead, Qkv,
 };
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::quant::{self, GgmlType};
@@ -918,11 +919,10 @@ impl Backend for CpuBackend {
         q: &CpuTensor,
         k: &CpuTensor,
         v: &CpuTensor,
-        k_cache: &mut CpuTensor,
-        v_cache: &mut CpuTensor,
-        pos0: usize,
+        cache: &mut KvCache<'_, CpuTensor>,
         shape: AttentionShape,
     ) -> Result<CpuTensor, BackendError> {
+        let (k_cache, v_cache, pos0) = (&mut *cache.k, &mut *cache.v, cache.pos0);
         self.op(
             || "attention".into(),
             f32_bytes(&[q, k, v]) + 2 * cache_bytes_read(k_cache, pos0 + q.rows),
@@ -1154,6 +1154,32 @@ impl Backend for CpuBackend {
                 })
             },
         )
+    }
+
+    // The reference runs the model's steps op by op: it has no fused forms.
+
+    fn gated_attention(
+        &self,
+        _: &GatedAttention<'_, CpuTensor>,
+        _: &mut KvCache<'_, CpuTensor>,
+    ) -> Result<Option<CpuTensor>, BackendError> {
+        Ok(None)
+    }
+
+    fn conv_qkv_norm(
+        &self,
+        _: &ConvQkvNorm<'_, CpuTensor>,
+        _: &mut CpuTensor,
+    ) -> Result<Option<Qkv<CpuTensor>>, BackendError> {
+        Ok(None)
+    }
+
+    fn gated_delta_rule(
+        &self,
+        _: &GatedDeltaRule<'_, CpuTensor>,
+        _: &mut CpuTensor,
+    ) -> Result<Option<CpuTensor>, BackendError> {
+        Ok(None)
     }
 
     fn gated_rms_norm(
