@@ -345,7 +345,7 @@ fn attention_against_cpu() {
             cpu_values(&cpu, &cv),
         );
         in_each_schedule(|sim| {
-            let (sk, sv) = (
+            let (mut sk, mut sv) = (
                 sim.tensor(ctx, kv_cols, &cache_k),
                 sim.tensor(ctx, kv_cols, &cache_v),
             );
@@ -354,9 +354,11 @@ fn attention_against_cpu() {
                 &sim.tensor(rows, n_head * head_dim, &q),
                 &sim.tensor(rows, kv_cols, &k),
                 &sim.tensor(rows, kv_cols, &v),
-                &sk,
-                &sv,
-                pos0,
+                &KvCache {
+                    k: &mut sk,
+                    v: &mut sv,
+                    pos0,
+                },
                 shape,
             )
             .expect("attention");
@@ -526,8 +528,13 @@ fn converged_launches_use_little_threadgroup_memory() {
         t(1, 256, &mut rng),
         t(1, 256, &mut rng),
     );
-    let (kc, vc) = (t(4, 256, &mut rng), t(4, 256, &mut rng));
-    ops::attention(&sim, &q, &k, &v, &kc, &vc, 2, shape).expect("attention");
+    let (mut kc, mut vc) = (t(4, 256, &mut rng), t(4, 256, &mut rng));
+    let cache = KvCache {
+        k: &mut kc,
+        v: &mut vc,
+        pos0: 2,
+    };
+    ops::attention(&sim, &q, &k, &v, &cache, shape).expect("attention");
     let stats = sim.stats();
     assert!(stats.max_threadgroup_bytes > 8 * 1024, "{stats:?}");
     assert!(stats.max_threadgroup_bytes <= 32 * 1024, "{stats:?}");
@@ -749,23 +756,27 @@ fn gated_attention_against_cpu() {
             cpu_values(&cpu, &cv),
         );
         in_each_schedule(|sim| {
-            let (sk, sv) = (
+            let (mut sk, mut sv) = (
                 sim.tensor(ctx, kv_cols, &cache_k),
                 sim.tensor(ctx, kv_cols, &cache_v),
             );
             let out = ops::gated_attention(
                 sim,
-                &sim.tensor(1, 2 * n_head * head_dim, &q_and_gate),
-                &sim.tensor(1, kv_cols, &k),
-                &sim.tensor(1, kv_cols, &v),
-                &sim.tensor(1, head_dim, &q_norm),
-                &sim.tensor(1, head_dim, &k_norm),
-                eps,
-                rope,
-                &sk,
-                &sv,
-                pos0,
-                shape,
+                &GatedAttention {
+                    q_and_gate: &sim.tensor(1, 2 * n_head * head_dim, &q_and_gate),
+                    k: &sim.tensor(1, kv_cols, &k),
+                    v: &sim.tensor(1, kv_cols, &v),
+                    q_norm: &sim.tensor(1, head_dim, &q_norm),
+                    k_norm: &sim.tensor(1, head_dim, &k_norm),
+                    eps,
+                    rope,
+                    shape,
+                },
+                &KvCache {
+                    k: &mut sk,
+                    v: &mut sv,
+                    pos0,
+                },
             )
             .expect("gated_attention");
             let what = format!(

@@ -10,7 +10,7 @@ use qwen35::backend::gpu::{
     GpuError, GpuTensor, GpuWeight, WeightFormat, Wgpu, ATTENTION_PREFILL_MIN_ROWS,
     DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS,
 };
-use qwen35::backend::{AttentionShape, DeltaNetShape};
+use qwen35::backend::{AttentionShape, DeltaNetShape, KvCache};
 use qwen35::compare::{compare_elements, Tolerance};
 use qwen35::quant::GgmlType;
 
@@ -556,8 +556,8 @@ fn attention_prefill_then_decode() {
         let (n_head, n_kv_head, head_dim) = shape;
         let schedule = [(0, 67), (67, 20), (87, 1)];
         let (kv_cols, capacity, history) = (n_kv_head * head_dim, 100, 88);
-        let k_cache = gpu.zeros(capacity, kv_cols).unwrap();
-        let v_cache = gpu.zeros(capacity, kv_cols).unwrap();
+        let mut k_cache = gpu.zeros(capacity, kv_cols).unwrap();
+        let mut v_cache = gpu.zeros(capacity, kv_cols).unwrap();
         let k_hist = rng.vec(history * kv_cols);
         let v_hist: Vec<f32> = rng.vec(history * kv_cols).iter().map(|v| v * 3.0).collect();
         for (pos0, rows) in schedule {
@@ -575,9 +575,11 @@ fn attention_prefill_then_decode() {
                     &qt,
                     &kt,
                     &vt,
-                    &k_cache,
-                    &v_cache,
-                    pos0,
+                    &KvCache {
+                        k: &mut k_cache,
+                        v: &mut v_cache,
+                        pos0,
+                    },
                     AttentionShape {
                         n_head,
                         n_kv_head,

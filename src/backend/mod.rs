@@ -77,6 +77,49 @@ pub struct KvCache<'a, T> {
     pub pos0: usize,
 }
 
+/// One attention over a KV cache as the GPU kernels take it: [`Backend::attention`]'s operands,
+/// the cache read (and written) through shared references, and, if `gate` is given, the output
+/// times sigmoid of its gate halves (each head's 2·head_dim columns are [query | gate]).
+pub struct AttentionCall<'a, T> {
+    pub q: &'a T,
+    pub k: &'a T,
+    pub v: &'a T,
+    pub k_cache: &'a T,
+    pub v_cache: &'a T,
+    pub pos0: usize,
+    pub shape: AttentionShape,
+    pub gate: Option<&'a T>,
+}
+
+impl<T> Clone for AttentionCall<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for AttentionCall<'_, T> {}
+
+impl<'a, T> AttentionCall<'a, T> {
+    /// Attention of q, k and v (the new rows) over `cache`, gated by `gate` if given.
+    pub fn new(
+        [q, k, v]: [&'a T; 3],
+        cache: &'a KvCache<'_, T>,
+        shape: AttentionShape,
+        gate: Option<&'a T>,
+    ) -> AttentionCall<'a, T> {
+        AttentionCall {
+            q,
+            k,
+            v,
+            k_cache: cache.k,
+            v_cache: cache.v,
+            pos0: cache.pos0,
+            shape,
+            gate,
+        }
+    }
+}
+
 /// The operands of gated attention's steps 3–6 (§4), as the model runs them
 /// (`model::forward::gated_attention_steps`): the projections, the per-head norms of q and k,
 /// and the geometry.

@@ -5,7 +5,7 @@
 use super::kernels::Kernel;
 use super::ops::f32_bytes;
 use super::{GpuError, GpuTensor, Wgpu};
-use crate::backend::AttentionShape;
+use crate::backend::{AttentionCall, AttentionShape};
 
 /// (token, q head) rows per workgroup (WGSL `ROWS`).
 const ROWS: usize = 64;
@@ -20,18 +20,20 @@ impl Wgpu {
     /// [`Wgpu::attention`] by blocks of query tokens, for operands its checks have passed; the
     /// output times sigmoid of the gate halves of `gate` (each head's 2·head_dim columns are
     /// [query | gate]) if given.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn attention_prefill(
         &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        k_cache: &GpuTensor,
-        v_cache: &GpuTensor,
-        pos0: usize,
-        shape: AttentionShape,
-        gate: Option<&GpuTensor>,
+        call: AttentionCall<'_, GpuTensor>,
     ) -> Result<GpuTensor, GpuError> {
+        let AttentionCall {
+            q,
+            k,
+            v,
+            k_cache,
+            v_cache,
+            pos0,
+            shape,
+            gate,
+        } = call;
         let AttentionShape {
             n_head,
             n_kv_head,
@@ -78,6 +80,7 @@ impl Wgpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::KvCache;
 
     /// The gated output is the plain one times sigmoid of the gate halves (the plain one is
     /// held to the host reference in tests/wgpu_ops.rs).
@@ -110,11 +113,18 @@ mod tests {
         let gate = upload(&q_and_gate, 2 * n_head * head_dim);
         let k = upload(&values(rows * kv_cols, 0.2), kv_cols);
         let v = upload(&values(rows * kv_cols, 0.3), kv_cols);
-        let k_cache = gpu.zeros(rows, kv_cols).unwrap();
-        let v_cache = gpu.zeros(rows, kv_cols).unwrap();
+        let (mut k_cache, mut v_cache) = (
+            gpu.zeros(rows, kv_cols).unwrap(),
+            gpu.zeros(rows, kv_cols).unwrap(),
+        );
+        let cache = KvCache {
+            k: &mut k_cache,
+            v: &mut v_cache,
+            pos0: 0,
+        };
         let run = |gate: Option<&GpuTensor>| {
             let out = gpu
-                .attention_prefill(&q, &k, &v, &k_cache, &v_cache, 0, shape, gate)
+                .attention_prefill(AttentionCall::new([&q, &k, &v], &cache, shape, gate))
                 .unwrap();
             gpu.read_rows(&out, 0, rows).unwrap()
         };

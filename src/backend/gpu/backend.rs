@@ -253,8 +253,7 @@ impl Backend for Wgpu {
         cache: &mut KvCache<'_, GpuTensor>,
         shape: AttentionShape,
     ) -> Result<GpuTensor, BackendError> {
-        Wgpu::attention(self, q, k, v, cache.k, cache.v, cache.pos0, shape)
-            .map_err(|e| e.into_backend("attention"))
+        Wgpu::attention(self, q, k, v, cache, shape).map_err(|e| e.into_backend("attention"))
     }
 
     fn gated_attention(
@@ -262,22 +261,9 @@ impl Backend for Wgpu {
         op: &GatedAttention<'_, GpuTensor>,
         cache: &mut KvCache<'_, GpuTensor>,
     ) -> Result<Option<GpuTensor>, BackendError> {
-        Wgpu::gated_attention(
-            self,
-            op.q_and_gate,
-            op.k,
-            op.v,
-            op.q_norm,
-            op.k_norm,
-            op.eps,
-            op.rope,
-            cache.k,
-            cache.v,
-            cache.pos0,
-            op.shape,
-        )
-        .map(Some)
-        .map_err(|e| e.into_backend("gated_attention"))
+        Wgpu::gated_attention(self, op, cache)
+            .map(Some)
+            .map_err(|e| e.into_backend("gated_attention"))
     }
 
     fn conv1d_silu(

@@ -6,7 +6,7 @@ use super::kernels::{Kernel, WeightFormat, DEFAULT_WG, GEMV_WORKGROUP_ROWS};
 use super::recorder::Binding;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::checks;
-use crate::backend::{AttentionShape, DeltaNetShape, Qkv, RopeShape};
+use crate::backend::{AttentionCall, AttentionShape, DeltaNetShape, GatedAttention, KvCache, Qkv};
 
 mod attention;
 mod delta_net;

@@ -480,7 +480,7 @@ impl<D: MslDevice + Send + Sync> Backend for Metal<D> {
         shape: AttentionShape,
     ) -> Result<D::Tensor, BackendError> {
         if self.decode(q) {
-            ops::attention(&self.device, q, k, v, cache.k, cache.v, cache.pos0, shape)
+            ops::attention(&self.device, q, k, v, cache, shape)
         } else {
             Backend::attention(self.device.base(), q, k, v, cache, shape)
         }
@@ -492,21 +492,7 @@ impl<D: MslDevice + Send + Sync> Backend for Metal<D> {
         cache: &mut KvCache<'_, D::Tensor>,
     ) -> Result<Option<D::Tensor>, BackendError> {
         if self.decode(op.q_and_gate) {
-            ops::gated_attention(
-                &self.device,
-                op.q_and_gate,
-                op.k,
-                op.v,
-                op.q_norm,
-                op.k_norm,
-                op.eps,
-                op.rope,
-                cache.k,
-                cache.v,
-                cache.pos0,
-                op.shape,
-            )
-            .map(Some)
+            ops::gated_attention(&self.device, op, cache).map(Some)
         } else {
             self.device.base().gated_attention(op, cache)
         }

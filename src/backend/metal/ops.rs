@@ -5,7 +5,8 @@
 
 use crate::backend::gpu::msl_kernels::{MslFormat, MslKernel};
 use crate::backend::{
-    checks, AttentionShape, Backend, BackendError, DeltaNetShape, Qkv, RopeShape,
+    checks, AttentionCall, AttentionShape, Backend, BackendError, DeltaNetShape, GatedAttention,
+    KvCache, Qkv,
 };
 use crate::quant::GgmlType;
 
@@ -626,38 +627,36 @@ const ATTENTION_BLOCK_ROWS: usize = 128;
 /// Writes k, v into cache row `pos0`, then softmax attention of the one query row over cache
 /// rows `0..=pos0`, scale 1/sqrt(head_dim): the cache split into blocks, one threadgroup per
 /// (q head, block), then the blocks merged per head (two dispatches).
-#[allow(clippy::too_many_arguments)]
 pub fn attention<D: MslDevice + ?Sized>(
     d: &D,
     q: &D::Tensor,
     k: &D::Tensor,
     v: &D::Tensor,
-    k_cache: &D::Tensor,
-    v_cache: &D::Tensor,
-    pos0: usize,
+    cache: &KvCache<'_, D::Tensor>,
     shape: AttentionShape,
 ) -> Result<D::Tensor, BackendError> {
-    decode_attention(d, q, k, v, k_cache, v_cache, pos0, shape, None)
+    decode_attention(d, AttentionCall::new([q, k, v], cache, shape, None))
 }
 
 /// [`attention`] of q and k RMS-normed per head and rotated (NeoX RoPE at `pos0`), q being the
 /// first head_dim of each 2·head_dim group of `q_and_gate`, the output times sigmoid of the
 /// second: three dispatches.
-#[allow(clippy::too_many_arguments)]
 pub fn gated_attention<D: MslDevice + ?Sized>(
     d: &D,
-    q_and_gate: &D::Tensor,
-    k: &D::Tensor,
-    v: &D::Tensor,
-    q_norm: &D::Tensor,
-    k_norm: &D::Tensor,
-    eps: f32,
-    rope: RopeShape,
-    k_cache: &D::Tensor,
-    v_cache: &D::Tensor,
-    pos0: usize,
-    shape: AttentionShape,
+    op: &GatedAttention<'_, D::Tensor>,
+    cache: &KvCache<'_, D::Tensor>,
 ) -> Result<D::Tensor, BackendError> {
+    let GatedAttention {
+        q_and_gate,
+        k,
+        v,
+        q_norm,
+        k_norm,
+        eps,
+        rope,
+        shape,
+    } = *op;
+    let pos0 = cache.pos0;
     let op = "gated_attention";
     let AttentionShape {
         n_head,
@@ -713,30 +712,25 @@ pub fn gated_attention<D: MslDevice + ?Sized>(
     )?;
     decode_attention(
         d,
-        &q,
-        &k_rotated,
+        AttentionCall::new([&q, &k_rotated, v], cache, shape, Some(q_and_gate)),
+    )
+}
+
+/// The two decode-attention dispatches, the output gated by the gate halves of `gate` if given.
+fn decode_attention<D: MslDevice + ?Sized>(
+    d: &D,
+    call: AttentionCall<'_, D::Tensor>,
+) -> Result<D::Tensor, BackendError> {
+    let AttentionCall {
+        q,
+        k,
         v,
         k_cache,
         v_cache,
         pos0,
         shape,
-        Some(q_and_gate),
-    )
-}
-
-/// The two decode-attention dispatches, the output gated by the gate halves of `gate` if given.
-#[allow(clippy::too_many_arguments)]
-fn decode_attention<D: MslDevice + ?Sized>(
-    d: &D,
-    q: &D::Tensor,
-    k: &D::Tensor,
-    v: &D::Tensor,
-    k_cache: &D::Tensor,
-    v_cache: &D::Tensor,
-    pos0: usize,
-    shape: AttentionShape,
-    gate: Option<&D::Tensor>,
-) -> Result<D::Tensor, BackendError> {
+        gate,
+    } = call;
     let op = "attention";
     let AttentionShape {
         n_head,

@@ -70,40 +70,38 @@ impl Wgpu {
         Ok(out)
     }
 
-    /// Writes k, v into cache rows `pos0..`, then causal GQA softmax attention of q over cache
-    /// rows `0..=pos0+t`, scale 1/sqrt(head_dim); q head h reads kv head `h / (n_head / n_kv_head)`.
-    #[allow(clippy::too_many_arguments)]
+    /// Writes k, v into the cache, then causal GQA softmax attention of q over the cache rows
+    /// each token sees, scale 1/sqrt(head_dim); q head h reads kv head `h / (n_head / n_kv_head)`.
     pub fn attention(
         &self,
         q: &GpuTensor,
         k: &GpuTensor,
         v: &GpuTensor,
-        k_cache: &GpuTensor,
-        v_cache: &GpuTensor,
-        pos0: usize,
+        cache: &KvCache<'_, GpuTensor>,
         shape: AttentionShape,
     ) -> Result<GpuTensor, GpuError> {
-        self.attention_kernel(q, k, v, k_cache, v_cache, pos0, shape, None)
+        self.attention_kernel(AttentionCall::new([q, k, v], cache, shape, None))
     }
 
     /// §4 steps 3–6: q (from the query halves of `q_and_gate`) and k RMS-normed per head and
     /// rotated in one dispatch, then [`Wgpu::attention`] with the sigmoid gate applied to its
     /// output in the same dispatch.
-    #[allow(clippy::too_many_arguments)]
     pub fn gated_attention(
         &self,
-        q_and_gate: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        q_norm: &GpuTensor,
-        k_norm: &GpuTensor,
-        eps: f32,
-        rope: RopeShape,
-        k_cache: &GpuTensor,
-        v_cache: &GpuTensor,
-        pos0: usize,
-        shape: AttentionShape,
+        op: &GatedAttention<'_, GpuTensor>,
+        cache: &KvCache<'_, GpuTensor>,
     ) -> Result<GpuTensor, GpuError> {
+        let GatedAttention {
+            q_and_gate,
+            k,
+            v,
+            q_norm,
+            k_norm,
+            eps,
+            rope,
+            shape,
+        } = *op;
+        let pos0 = cache.pos0;
         let op = "gated_attention";
         let AttentionShape {
             n_head,
@@ -168,31 +166,26 @@ impl Wgpu {
             rows * (n_head + n_kv_head),
             f32_bytes(&[q_and_gate, k]),
         )?;
-        self.attention_kernel(
-            &q,
-            &k_rotated,
+        self.attention_kernel(AttentionCall::new(
+            [&q, &k_rotated, v],
+            cache,
+            shape,
+            Some(q_and_gate),
+        ))
+    }
+
+    /// The attention kernel, its output times sigmoid of the gate halves of `gate` if given.
+    fn attention_kernel(&self, call: AttentionCall<'_, GpuTensor>) -> Result<GpuTensor, GpuError> {
+        let AttentionCall {
+            q,
+            k,
             v,
             k_cache,
             v_cache,
             pos0,
             shape,
-            Some(q_and_gate),
-        )
-    }
-
-    /// The attention kernel, its output times sigmoid of the gate halves of `gate` if given.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn attention_kernel(
-        &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        k_cache: &GpuTensor,
-        v_cache: &GpuTensor,
-        pos0: usize,
-        shape: AttentionShape,
-        gate: Option<&GpuTensor>,
-    ) -> Result<GpuTensor, GpuError> {
+            gate,
+        } = call;
         let AttentionShape {
             n_head,
             n_kv_head,
@@ -216,11 +209,11 @@ impl Wgpu {
         )
         .map_err(|d| shape_error("attention", d))?;
         if q.rows >= ATTENTION_PREFILL_MIN_ROWS && Wgpu::attention_prefill_fits(shape) {
-            return self.attention_prefill(q, k, v, k_cache, v_cache, pos0, shape, gate);
+            return self.attention_prefill(call);
         }
         let scale = 1.0 / (head_dim as f32).sqrt();
         if q.rows == 1 {
-            return self.decode_attention(q, k, v, k_cache, v_cache, pos0, shape, gate);
+            return self.decode_attention(call);
         }
         let out = self.output(q.rows, q.cols)?;
         self.record(
@@ -252,18 +245,17 @@ impl Wgpu {
 
     /// One query row: the cache split into blocks of WG rows, each (head, block) a workgroup,
     /// then the blocks merged per head (gated if `gate` is given). Shapes are checked.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn decode_attention(
-        &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        k_cache: &GpuTensor,
-        v_cache: &GpuTensor,
-        pos0: usize,
-        shape: AttentionShape,
-        gate: Option<&GpuTensor>,
-    ) -> Result<GpuTensor, GpuError> {
+    fn decode_attention(&self, call: AttentionCall<'_, GpuTensor>) -> Result<GpuTensor, GpuError> {
+        let AttentionCall {
+            q,
+            k,
+            v,
+            k_cache,
+            v_cache,
+            pos0,
+            shape,
+            gate,
+        } = call;
         let AttentionShape {
             n_head,
             n_kv_head,
