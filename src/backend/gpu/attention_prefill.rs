@@ -24,28 +24,18 @@ impl Wgpu {
         &self,
         call: AttentionCall<'_, GpuTensor>,
     ) -> Result<GpuTensor, GpuError> {
-        let AttentionCall {
-            q,
-            k,
-            v,
-            k_cache,
-            v_cache,
-            pos0,
-            shape,
-            gate,
-        } = call;
         let AttentionShape {
             n_head,
             n_kv_head,
             head_dim,
-        } = shape;
+        } = call.shape;
         let tokens_per_block = ROWS / (n_head / n_kv_head);
-        let blocks = q.rows.div_ceil(tokens_per_block);
-        let out = self.output(q.rows, q.cols)?;
+        let blocks = call.q.rows.div_ceil(tokens_per_block);
+        let out = self.output(call.q.rows, call.q.cols)?;
         let scale = 1.0 / (head_dim as f32).sqrt();
         // Every block reads the keys and values up to its last token.
         let kv_rows_read: usize = (0..blocks)
-            .map(|b| pos0 + ((b + 1) * tokens_per_block).min(q.rows))
+            .map(|b| call.pos0 + ((b + 1) * tokens_per_block).min(call.q.rows))
             .sum();
         self.record(
             Kernel::AttentionPrefill,
@@ -53,24 +43,24 @@ impl Wgpu {
                 n_head as u32,
                 n_kv_head as u32,
                 head_dim as u32,
-                q.rows as u32,
-                pos0 as u32,
+                call.q.rows as u32,
+                call.pos0 as u32,
                 scale.to_bits(),
                 tokens_per_block as u32,
-                gate.is_some() as u32,
+                call.gate.is_some() as u32,
             ],
             &[
-                &q.buffer,
-                &k.buffer,
-                &v.buffer,
-                &k_cache.buffer,
-                &v_cache.buffer,
+                &call.q.buffer,
+                &call.k.buffer,
+                &call.v.buffer,
+                &call.k_cache.buffer,
+                &call.v_cache.buffer,
                 &out.buffer,
-                &gate.unwrap_or(q).buffer,
+                &call.gate.unwrap_or(call.q).buffer,
             ],
             blocks * n_kv_head,
-            f32_bytes(&[q])
-                + gate.map_or(0, |g| f32_bytes(&[g]) / 2)
+            f32_bytes(&[call.q])
+                + call.gate.map_or(0, |g| f32_bytes(&[g]) / 2)
                 + (kv_rows_read * head_dim * 8 * n_kv_head) as u64,
         )?;
         Ok(out)

@@ -721,23 +721,13 @@ fn decode_attention<D: MslDevice + ?Sized>(
     d: &D,
     call: AttentionCall<'_, D::Tensor>,
 ) -> Result<D::Tensor, BackendError> {
-    let AttentionCall {
-        q,
-        k,
-        v,
-        k_cache,
-        v_cache,
-        pos0,
-        shape,
-        gate,
-    } = call;
     let op = "attention";
     let AttentionShape {
         n_head,
         n_kv_head,
         head_dim,
-    } = shape;
-    let rows = d.dims(q).0;
+    } = call.shape;
+    let rows = d.dims(call.q).0;
     if rows != 1 || !(1..=MAX_HEAD_DIM).contains(&head_dim) {
         return Err(shape_error(
             op,
@@ -747,17 +737,17 @@ fn decode_attention<D: MslDevice + ?Sized>(
         ));
     }
     checks::attention(
-        d.dims(q),
-        d.dims(k),
-        d.dims(v),
-        d.dims(k_cache),
-        d.dims(v_cache),
-        pos0,
-        shape,
+        d.dims(call.q),
+        d.dims(call.k),
+        d.dims(call.v),
+        d.dims(call.k_cache),
+        d.dims(call.v_cache),
+        call.pos0,
+        call.shape,
     )
     .map_err(|e| shape_error(op, e))?;
     let kv_cols = n_kv_head * head_dim;
-    let blocks = (pos0 + 1).div_ceil(ATTENTION_BLOCK_ROWS);
+    let blocks = (call.pos0 + 1).div_ceil(ATTENTION_BLOCK_ROWS);
     let partials = d.output(n_head * blocks, 2 + head_dim)?;
     let scale = 1.0 / (head_dim as f32).sqrt();
     run(
@@ -767,34 +757,34 @@ fn decode_attention<D: MslDevice + ?Sized>(
             n_head as u32,
             n_kv_head as u32,
             head_dim as u32,
-            word(op, "position", pos0)?,
+            word(op, "position", call.pos0)?,
             kv_cols as u32,
             blocks as u32,
             scale.to_bits(),
         ],
         &[
-            d.buffer(q),
-            d.buffer(k),
-            d.buffer(v),
-            d.buffer(k_cache),
-            d.buffer(v_cache),
+            d.buffer(call.q),
+            d.buffer(call.k),
+            d.buffer(call.v),
+            d.buffer(call.k_cache),
+            d.buffer(call.v_cache),
             d.buffer(&partials),
         ],
         n_head * blocks,
-        f32_bytes(n_head * head_dim + 2 * (pos0 + 1) * kv_cols),
+        f32_bytes(n_head * head_dim + 2 * (call.pos0 + 1) * kv_cols),
     )?;
     let out = d.output(1, n_head * head_dim)?;
     run(
         d,
         MslKernel::AttentionCombine,
-        &[head_dim as u32, blocks as u32, gate.is_some() as u32],
+        &[head_dim as u32, blocks as u32, call.gate.is_some() as u32],
         &[
             d.buffer(&partials),
-            d.buffer(gate.unwrap_or(q)),
+            d.buffer(call.gate.unwrap_or(call.q)),
             d.buffer(&out),
         ],
         n_head,
-        f32_bytes(len(d, &partials) + gate.map_or(0, |_| n_head * head_dim)),
+        f32_bytes(len(d, &partials) + call.gate.map_or(0, |_| n_head * head_dim)),
     )?;
     Ok(out)
 }

@@ -176,21 +176,11 @@ impl Wgpu {
 
     /// The attention kernel, its output times sigmoid of the gate halves of `gate` if given.
     fn attention_kernel(&self, call: AttentionCall<'_, GpuTensor>) -> Result<GpuTensor, GpuError> {
-        let AttentionCall {
-            q,
-            k,
-            v,
-            k_cache,
-            v_cache,
-            pos0,
-            shape,
-            gate,
-        } = call;
         let AttentionShape {
             n_head,
             n_kv_head,
             head_dim,
-        } = shape;
+        } = call.shape;
         let kv_cols = n_kv_head * head_dim;
         if !(1..=MAX_HEAD_DIM).contains(&head_dim) || !head_dim.is_multiple_of(4) {
             return Err(shape_error(
@@ -199,46 +189,46 @@ impl Wgpu {
             ));
         }
         checks::attention(
-            q.dims(),
-            k.dims(),
-            v.dims(),
-            k_cache.dims(),
-            v_cache.dims(),
-            pos0,
-            shape,
+            call.q.dims(),
+            call.k.dims(),
+            call.v.dims(),
+            call.k_cache.dims(),
+            call.v_cache.dims(),
+            call.pos0,
+            call.shape,
         )
         .map_err(|d| shape_error("attention", d))?;
-        if q.rows >= ATTENTION_PREFILL_MIN_ROWS && Wgpu::attention_prefill_fits(shape) {
+        if call.q.rows >= ATTENTION_PREFILL_MIN_ROWS && Wgpu::attention_prefill_fits(call.shape) {
             return self.attention_prefill(call);
         }
         let scale = 1.0 / (head_dim as f32).sqrt();
-        if q.rows == 1 {
+        if call.q.rows == 1 {
             return self.decode_attention(call);
         }
-        let out = self.output(q.rows, q.cols)?;
+        let out = self.output(call.q.rows, call.q.cols)?;
         self.record(
             Kernel::Attention,
             &[
                 n_head as u32,
                 n_kv_head as u32,
                 head_dim as u32,
-                q.rows as u32,
-                pos0 as u32,
+                call.q.rows as u32,
+                call.pos0 as u32,
                 kv_cols as u32,
                 scale.to_bits(),
-                gate.is_some() as u32,
+                call.gate.is_some() as u32,
             ],
             &[
-                &q.buffer,
-                &k.buffer,
-                &v.buffer,
-                &k_cache.buffer,
-                &v_cache.buffer,
+                &call.q.buffer,
+                &call.k.buffer,
+                &call.v.buffer,
+                &call.k_cache.buffer,
+                &call.v_cache.buffer,
                 &out.buffer,
-                &gate.unwrap_or(q).buffer,
+                &call.gate.unwrap_or(call.q).buffer,
             ],
-            q.rows * n_head,
-            f32_bytes(&[q]) + ((pos0 + q.rows) * kv_cols * 8) as u64,
+            call.q.rows * n_head,
+            f32_bytes(&[call.q]) + ((call.pos0 + call.q.rows) * kv_cols * 8) as u64,
         )?;
         Ok(out)
     }
@@ -246,23 +236,13 @@ impl Wgpu {
     /// One query row: the cache split into blocks of WG rows, each (head, block) a workgroup,
     /// then the blocks merged per head (gated if `gate` is given). Shapes are checked.
     fn decode_attention(&self, call: AttentionCall<'_, GpuTensor>) -> Result<GpuTensor, GpuError> {
-        let AttentionCall {
-            q,
-            k,
-            v,
-            k_cache,
-            v_cache,
-            pos0,
-            shape,
-            gate,
-        } = call;
         let AttentionShape {
             n_head,
             n_kv_head,
             head_dim,
-        } = shape;
+        } = call.shape;
         let kv_cols = n_kv_head * head_dim;
-        let blocks = (pos0 + 1).div_ceil(WG);
+        let blocks = (call.pos0 + 1).div_ceil(WG);
         let partial = self.output(n_head * blocks, 2 + head_dim)?;
         let scale = 1.0 / (head_dim as f32).sqrt();
         self.record(
@@ -271,33 +251,37 @@ impl Wgpu {
                 n_head as u32,
                 n_kv_head as u32,
                 head_dim as u32,
-                pos0 as u32,
+                call.pos0 as u32,
                 kv_cols as u32,
                 blocks as u32,
                 scale.to_bits(),
                 0,
             ],
             &[
-                &q.buffer,
-                &k.buffer,
-                &v.buffer,
-                &k_cache.buffer,
-                &v_cache.buffer,
+                &call.q.buffer,
+                &call.k.buffer,
+                &call.v.buffer,
+                &call.k_cache.buffer,
+                &call.v_cache.buffer,
                 &partial.buffer,
             ],
             n_head * blocks,
-            f32_bytes(&[q]) + ((pos0 + 1) * kv_cols * 8) as u64,
+            f32_bytes(&[call.q]) + ((call.pos0 + 1) * kv_cols * 8) as u64,
         )?;
-        let out = self.output(1, q.cols)?;
+        let out = self.output(1, call.q.cols)?;
         self.record(
             Kernel::AttentionCombine,
             &[
                 n_head as u32,
                 head_dim as u32,
                 blocks as u32,
-                gate.is_some() as u32,
+                call.gate.is_some() as u32,
             ],
-            &[&partial.buffer, &gate.unwrap_or(q).buffer, &out.buffer],
+            &[
+                &partial.buffer,
+                &call.gate.unwrap_or(call.q).buffer,
+                &out.buffer,
+            ],
             n_head,
             f32_bytes(&[&partial]),
         )?;
