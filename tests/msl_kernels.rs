@@ -16,8 +16,8 @@ use msl_sim::Order;
 use qwen35::backend::cpu::{CpuBackend, CpuTensor};
 use qwen35::backend::metal::{ops, MslFormat};
 use qwen35::backend::{
-    AttentionShape, Backend, ConvQkvNorm, DeltaNetShape, GatedAttention, GatedDeltaRule, KvCache,
-    Qkv, RopeShape,
+    AttentionShape, Backend, ConvQkvNorm, DeltaNetShape, DeltaRule, GatedAttention, GatedDeltaRule,
+    KvCache, Qkv, RopeShape,
 };
 use qwen35::compare::{compare_elements, Tolerance};
 use qwen35::model::forward::{conv_qkv_norm_steps, gated_attention_steps, gated_delta_rule_steps};
@@ -460,13 +460,17 @@ fn gated_delta_net_ops_against_cpu() {
         let mut cs = cpu_tensor(&cpu, n_v_head, k_dim * v_dim, &state);
         let want = cpu
             .delta_rule(
-                &cpu_tensor(&cpu, rows, n_k_head * k_dim, &q),
-                &cpu_tensor(&cpu, rows, n_k_head * k_dim, &k),
-                &cpu_tensor(&cpu, rows, n_v_head * v_dim, &v),
-                &cpu_tensor(&cpu, rows, n_v_head, &g),
-                &cpu_tensor(&cpu, rows, n_v_head, &beta),
+                &DeltaRule {
+                    qkv: &Qkv {
+                        q: cpu_tensor(&cpu, rows, n_k_head * k_dim, &q),
+                        k: cpu_tensor(&cpu, rows, n_k_head * k_dim, &k),
+                        v: cpu_tensor(&cpu, rows, n_v_head * v_dim, &v),
+                    },
+                    g: &cpu_tensor(&cpu, rows, n_v_head, &g),
+                    beta: &cpu_tensor(&cpu, rows, n_v_head, &beta),
+                    shape,
+                },
                 &mut cs,
-                shape,
             )
             .expect("cpu");
         let (want, want_state) = (cpu_values(&cpu, &want), cpu_values(&cpu, &cs));
@@ -474,13 +478,17 @@ fn gated_delta_net_ops_against_cpu() {
             let ss = sim.tensor(n_v_head, k_dim * v_dim, &state);
             let out = ops::delta_rule(
                 sim,
-                &sim.tensor(rows, n_k_head * k_dim, &q),
-                &sim.tensor(rows, n_k_head * k_dim, &k),
-                &sim.tensor(rows, n_v_head * v_dim, &v),
-                &sim.tensor(rows, n_v_head, &g),
-                &sim.tensor(rows, n_v_head, &beta),
+                &DeltaRule {
+                    qkv: &Qkv {
+                        q: sim.tensor(rows, n_k_head * k_dim, &q),
+                        k: sim.tensor(rows, n_k_head * k_dim, &k),
+                        v: sim.tensor(rows, n_v_head * v_dim, &v),
+                    },
+                    g: &sim.tensor(rows, n_v_head, &g),
+                    beta: &sim.tensor(rows, n_v_head, &beta),
+                    shape,
+                },
                 &ss,
-                shape,
             )
             .expect("delta_rule");
             let what = format!("delta_rule {shape:?} rows {rows} {:?}", sim.order);
@@ -846,15 +854,19 @@ fn conv_qkv_norm_and_gated_delta_rule_against_cpu() {
             let sd = sim.tensor(n_v_head, k_dim * v_dim, &state);
             let out = ops::gated_delta_rule(
                 sim,
-                &sim.tensor(1, n_k_head * k_dim, &want_q),
-                &sim.tensor(1, n_k_head * k_dim, &want_k),
-                &sim.tensor(1, n_v_head * v_dim, &want_v),
-                &sim.tensor(1, n_v_head, &alpha),
-                &sim.tensor(1, n_v_head, &beta),
-                &sim.tensor(1, n_v_head, &ssm_a),
-                &sim.tensor(1, n_v_head, &dt_bias),
+                &GatedDeltaRule {
+                    qkv: &Qkv {
+                        q: sim.tensor(1, n_k_head * k_dim, &want_q),
+                        k: sim.tensor(1, n_k_head * k_dim, &want_k),
+                        v: sim.tensor(1, n_v_head * v_dim, &want_v),
+                    },
+                    alpha: &sim.tensor(1, n_v_head, &alpha),
+                    beta: &sim.tensor(1, n_v_head, &beta),
+                    ssm_a: &sim.tensor(1, n_v_head, &ssm_a),
+                    dt_bias: &sim.tensor(1, n_v_head, &dt_bias),
+                    shape,
+                },
                 &sd,
-                shape,
             )
             .expect("gated_delta_rule");
             assert_close(&format!("gated_delta_rule {what}"), &out.values(), &want_o);
@@ -902,12 +914,14 @@ fn conv_qkv_norm_against_cpu(
         let ss = sim.tensor(taps - 1, channels, &conv_state);
         let qkv = ops::conv_qkv_norm(
             sim,
-            &sim.tensor(rows, channels, &m),
-            &sim.tensor(channels, taps, &w),
+            &ConvQkvNorm {
+                m: &sim.tensor(rows, channels, &m),
+                w: &sim.tensor(channels, taps, &w),
+                shape,
+                q_scale,
+                eps,
+            },
             &ss,
-            shape,
-            q_scale,
-            eps,
         )
         .expect("conv_qkv_norm");
         for (name, got, want) in [

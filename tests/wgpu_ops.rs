@@ -10,7 +10,7 @@ use qwen35::backend::gpu::{
     GpuError, GpuTensor, GpuWeight, WeightFormat, Wgpu, ATTENTION_PREFILL_MIN_ROWS,
     DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS,
 };
-use qwen35::backend::{AttentionShape, DeltaNetShape, KvCache};
+use qwen35::backend::{AttentionShape, DeltaNetShape, DeltaRule, KvCache, Qkv};
 use qwen35::compare::{compare_elements, Tolerance};
 use qwen35::quant::GgmlType;
 
@@ -742,22 +742,23 @@ fn gpu_delta_rule(
         gpu.upload(rows, cols, &x[range.start * cols..range.end * cols])
             .unwrap()
     };
-    let out = gpu
-        .delta_rule(
-            &up(q, n_k_head * k_dim),
-            &up(k, n_k_head * k_dim),
-            &up(v, n_v_head * v_dim),
-            &up(g, n_v_head),
-            &up(beta, n_v_head),
-            state,
-            DeltaNetShape {
-                n_k_head,
-                n_v_head,
-                k_dim,
-                v_dim,
-            },
-        )
-        .unwrap();
+    let qkv = Qkv {
+        q: up(q, n_k_head * k_dim),
+        k: up(k, n_k_head * k_dim),
+        v: up(v, n_v_head * v_dim),
+    };
+    let op = DeltaRule {
+        qkv: &qkv,
+        g: &up(g, n_v_head),
+        beta: &up(beta, n_v_head),
+        shape: DeltaNetShape {
+            n_k_head,
+            n_v_head,
+            k_dim,
+            v_dim,
+        },
+    };
+    let out = gpu.delta_rule(&op, state).unwrap();
     read_all(gpu, &out)
 }
 

@@ -9,8 +9,8 @@ use rayon::prelude::*;
 
 use super::{
     checks, rms_norm_matmul_each, sample_on_host, AttentionShape, Backend, BackendError,
-    BackendStats, ConvQkvNorm, DeltaNetShape, GatedAttention, GatedDeltaRule, KvCache, OpTiming,
-    PendingRead, Qkv,
+    BackendStats, ConvQkvNorm, DeltaNetShape, DeltaRule, GatedAttention, GatedDeltaRule, KvCache,
+    OpTiming, PendingRead, Qkv,
 };
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::quant::{self, GgmlType};
@@ -1082,14 +1082,10 @@ impl Backend for CpuBackend {
 
     fn delta_rule(
         &self,
-        q: &CpuTensor,
-        k: &CpuTensor,
-        v: &CpuTensor,
-        g: &CpuTensor,
-        beta: &CpuTensor,
+        op: &DeltaRule<'_, CpuTensor>,
         state: &mut CpuTensor,
-        shape: DeltaNetShape,
     ) -> Result<CpuTensor, BackendError> {
+        let (Qkv { q, k, v }, g, beta, shape) = (op.qkv, op.g, op.beta, op.shape);
         self.op(
             || "delta_rule".into(),
             f32_bytes(&[q, k, v, g, beta, &*state]),

@@ -146,6 +146,15 @@ pub struct ConvQkvNorm<'a, T> {
     pub eps: f32,
 }
 
+/// The operands of the gated delta rule (§5.4) with its gates computed: decay `g` and write
+/// strength `beta`, one per row and value head.
+pub struct DeltaRule<'a, T> {
+    pub qkv: &'a Qkv<T>,
+    pub g: &'a T,
+    pub beta: &'a T,
+    pub shape: DeltaNetShape,
+}
+
 /// The operands of the gated delta rule with its gates still to compute (§5.4), as the model
 /// runs it (`model::forward::gated_delta_rule_steps`).
 pub struct GatedDeltaRule<'a, T> {
@@ -465,16 +474,10 @@ pub trait Backend: Send + Sync {
     ) -> Result<(Self::Tensor, Self::Tensor), BackendError>;
     /// The gated delta rule (QWEN35.md §5.4) token by token over the rows, per value head, on the
     /// f32 `state` (one row of k_dim × v_dim per value head, key index major); returns o.
-    #[allow(clippy::too_many_arguments)]
     fn delta_rule(
         &self,
-        q: &Self::Tensor,
-        k: &Self::Tensor,
-        v: &Self::Tensor,
-        g: &Self::Tensor,
-        beta: &Self::Tensor,
+        op: &DeltaRule<'_, Self::Tensor>,
         state: &mut Self::Tensor,
-        shape: DeltaNetShape,
     ) -> Result<Self::Tensor, BackendError>;
     /// §5.2–5.3 in fewer dispatches than the model's op-by-op steps, where the backend has the
     /// kernel: the same results, and `None` (nothing run, `state` untouched) where it has not.

@@ -6,7 +6,7 @@ use super::state::{LayerState, State};
 use super::weights::{Attention, DeltaNet, Mixer, Weights};
 use super::ModelError;
 use crate::backend::{
-    AttentionShape, Backend, BackendError, ConvQkvNorm, DeltaNetShape, GatedAttention,
+    AttentionShape, Backend, BackendError, ConvQkvNorm, DeltaNetShape, DeltaRule, GatedAttention,
     GatedDeltaRule, KvCache, Qkv, RopeShape,
 };
 
@@ -257,6 +257,11 @@ pub fn gated_delta_rule_steps<B: Backend>(
     state: &mut B::Tensor,
 ) -> Result<B::Tensor, BackendError> {
     let (g, beta) = b.delta_net_gates(op.alpha, op.beta, op.ssm_a, op.dt_bias)?;
-    let Qkv { q, k, v } = op.qkv;
-    b.delta_rule(q, k, v, &g, &beta, state, op.shape)
+    let rule = DeltaRule {
+        qkv: op.qkv,
+        g: &g,
+        beta: &beta,
+        shape: op.shape,
+    };
+    b.delta_rule(&rule, state)
 }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use qwen35::backend::metal::Metal;
 use qwen35::backend::{
     rms_norm_matmul_each, sample_on_host, AttentionShape, Backend, BackendError, BackendStats,
-    ConvQkvNorm, DeltaNetShape, GatedAttention, GatedDeltaRule, KvCache, PendingRead, Qkv,
+    ConvQkvNorm, DeltaRule, GatedAttention, GatedDeltaRule, KvCache, PendingRead, Qkv,
 };
 use qwen35::gguf::{GgufFile, TensorInfo};
 use qwen35::sample::Draw;
@@ -332,15 +332,10 @@ impl Backend for SimMemory {
 
     fn delta_rule(
         &self,
-        q: &SimTensor,
-        _: &SimTensor,
-        _: &SimTensor,
-        _: &SimTensor,
-        _: &SimTensor,
+        op: &DeltaRule<'_, SimTensor>,
         _: &mut SimTensor,
-        _: DeltaNetShape,
     ) -> Result<SimTensor, BackendError> {
-        Err(refused("delta_rule", q.rows))
+        Err(refused("delta_rule", op.qkv.q.rows))
     }
 
     fn conv_qkv_norm(

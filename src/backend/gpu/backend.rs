@@ -6,8 +6,8 @@ use std::sync::Arc;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::sample_on_host;
 use crate::backend::{
-    AttentionShape, Backend, BackendError, BackendStats, ConvQkvNorm, DeltaNetShape,
-    GatedAttention, GatedDeltaRule, KvCache, PendingRead, Qkv,
+    AttentionShape, Backend, BackendError, BackendStats, ConvQkvNorm, DeltaRule, GatedAttention,
+    GatedDeltaRule, KvCache, PendingRead, Qkv,
 };
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::sample::Draw;
@@ -288,16 +288,10 @@ impl Backend for Wgpu {
 
     fn delta_rule(
         &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        g: &GpuTensor,
-        beta: &GpuTensor,
+        op: &DeltaRule<'_, GpuTensor>,
         state: &mut GpuTensor,
-        shape: DeltaNetShape,
     ) -> Result<GpuTensor, BackendError> {
-        Wgpu::delta_rule(self, q, k, v, g, beta, state, shape)
-            .map_err(|e| e.into_backend("delta_rule"))
+        Wgpu::delta_rule(self, op, state).map_err(|e| e.into_backend("delta_rule"))
     }
 
     fn conv_qkv_norm(
@@ -305,7 +299,7 @@ impl Backend for Wgpu {
         op: &ConvQkvNorm<'_, GpuTensor>,
         state: &mut GpuTensor,
     ) -> Result<Option<Qkv<GpuTensor>>, BackendError> {
-        Wgpu::conv_qkv_norm(self, op.m, op.w, state, op.shape, op.q_scale, op.eps)
+        Wgpu::conv_qkv_norm(self, op, state)
             .map(Some)
             .map_err(|e| e.into_backend("conv_qkv_norm"))
     }
@@ -315,12 +309,9 @@ impl Backend for Wgpu {
         op: &GatedDeltaRule<'_, GpuTensor>,
         state: &mut GpuTensor,
     ) -> Result<Option<GpuTensor>, BackendError> {
-        let Qkv { q, k, v } = op.qkv;
-        Wgpu::gated_delta_rule(
-            self, q, k, v, op.alpha, op.beta, op.ssm_a, op.dt_bias, state, op.shape,
-        )
-        .map(Some)
-        .map_err(|e| e.into_backend("gated_delta_rule"))
+        Wgpu::gated_delta_rule(self, op, state)
+            .map(Some)
+            .map_err(|e| e.into_backend("gated_delta_rule"))
     }
 
     fn gated_rms_norm(

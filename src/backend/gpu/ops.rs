@@ -6,7 +6,10 @@ use super::kernels::{Kernel, WeightFormat, DEFAULT_WG, GEMV_WORKGROUP_ROWS};
 use super::recorder::Binding;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::checks;
-use crate::backend::{AttentionCall, AttentionShape, DeltaNetShape, GatedAttention, KvCache, Qkv};
+use crate::backend::{
+    AttentionCall, AttentionShape, ConvQkvNorm, DeltaNetShape, DeltaRule, GatedAttention,
+    GatedDeltaRule, KvCache, Qkv,
+};
 
 mod attention;
 mod delta_net;

@@ -19,7 +19,7 @@ use crate::backend::gpu::msl_kernels::{Access, MslKernel};
 use crate::backend::gpu::{GpuError, GpuOptions, GpuTensor, GpuWeight, Program, Wgpu};
 use crate::backend::{
     rms_norm_matmul_each, AttentionShape, Backend, BackendError, BackendStats, ConvQkvNorm,
-    DeltaNetShape, GatedAttention, GatedDeltaRule, KvCache, PendingRead, Qkv,
+    DeltaRule, GatedAttention, GatedDeltaRule, KvCache, PendingRead, Qkv,
 };
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::sample::Draw;
@@ -527,18 +527,13 @@ impl<D: MslDevice + Send + Sync> Backend for Metal<D> {
 
     fn delta_rule(
         &self,
-        q: &D::Tensor,
-        k: &D::Tensor,
-        v: &D::Tensor,
-        g: &D::Tensor,
-        beta: &D::Tensor,
+        op: &DeltaRule<'_, D::Tensor>,
         state: &mut D::Tensor,
-        shape: DeltaNetShape,
     ) -> Result<D::Tensor, BackendError> {
-        if self.decode(q) {
-            ops::delta_rule(&self.device, q, k, v, g, beta, state, shape)
+        if self.decode(&op.qkv.q) {
+            ops::delta_rule(&self.device, op, state)
         } else {
-            Backend::delta_rule(self.device.base(), q, k, v, g, beta, state, shape)
+            Backend::delta_rule(self.device.base(), op, state)
         }
     }
 
@@ -548,16 +543,7 @@ impl<D: MslDevice + Send + Sync> Backend for Metal<D> {
         state: &mut D::Tensor,
     ) -> Result<Option<Qkv<D::Tensor>>, BackendError> {
         if self.decode(op.m) {
-            ops::conv_qkv_norm(
-                &self.device,
-                op.m,
-                op.w,
-                state,
-                op.shape,
-                op.q_scale,
-                op.eps,
-            )
-            .map(Some)
+            ops::conv_qkv_norm(&self.device, op, state).map(Some)
         } else {
             self.device.base().conv_qkv_norm(op, state)
         }
@@ -568,21 +554,8 @@ impl<D: MslDevice + Send + Sync> Backend for Metal<D> {
         op: &GatedDeltaRule<'_, D::Tensor>,
         state: &mut D::Tensor,
     ) -> Result<Option<D::Tensor>, BackendError> {
-        let Qkv { q, k, v } = op.qkv;
-        if self.decode(q) {
-            ops::gated_delta_rule(
-                &self.device,
-                q,
-                k,
-                v,
-                op.alpha,
-                op.beta,
-                op.ssm_a,
-                op.dt_bias,
-                state,
-                op.shape,
-            )
-            .map(Some)
+        if self.decode(&op.qkv.q) {
+            ops::gated_delta_rule(&self.device, op, state).map(Some)
         } else {
             self.device.base().gated_delta_rule(op, state)
         }

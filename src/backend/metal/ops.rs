@@ -5,8 +5,8 @@
 
 use crate::backend::gpu::msl_kernels::{MslFormat, MslKernel};
 use crate::backend::{
-    checks, AttentionCall, AttentionShape, Backend, BackendError, DeltaNetShape, GatedAttention,
-    KvCache, Qkv,
+    checks, AttentionCall, AttentionShape, Backend, BackendError, ConvQkvNorm, DeltaNetShape,
+    DeltaRule, GatedAttention, GatedDeltaRule, KvCache, Qkv,
 };
 use crate::quant::GgmlType;
 
@@ -832,13 +832,10 @@ const MAX_CONV_HEAD: usize = 1024;
 /// `q_scale`: one threadgroup per head.
 pub fn conv_qkv_norm<D: MslDevice + ?Sized>(
     d: &D,
-    m: &D::Tensor,
-    w: &D::Tensor,
+    op: &ConvQkvNorm<'_, D::Tensor>,
     state: &D::Tensor,
-    shape: DeltaNetShape,
-    q_scale: f32,
-    eps: f32,
 ) -> Result<Qkv<D::Tensor>, BackendError> {
+    let (m, w, shape) = (op.m, op.w, op.shape);
     let DeltaNetShape {
         n_k_head,
         n_v_head,
@@ -879,8 +876,8 @@ pub fn conv_qkv_norm<D: MslDevice + ?Sized>(
             v_dim as u32,
             taps as u32,
             rows as u32,
-            q_scale.to_bits(),
-            eps.to_bits(),
+            op.q_scale.to_bits(),
+            op.eps.to_bits(),
         ],
         &[
             d.buffer(m),
@@ -957,73 +954,54 @@ enum DeltaRuleGates<'a, T> {
 
 /// The gated delta rule token by token over the rows, per value head, on the f32 `state`
 /// (one row of k_dim × v_dim per value head, key index major); returns o.
-#[allow(clippy::too_many_arguments)]
 pub fn delta_rule<D: MslDevice + ?Sized>(
     d: &D,
-    q: &D::Tensor,
-    k: &D::Tensor,
-    v: &D::Tensor,
-    g: &D::Tensor,
-    beta: &D::Tensor,
+    op: &DeltaRule<'_, D::Tensor>,
     state: &D::Tensor,
-    shape: DeltaNetShape,
 ) -> Result<D::Tensor, BackendError> {
-    delta_rule_kernel(
-        d,
-        q,
-        k,
-        v,
-        DeltaRuleGates::Computed { g, beta },
-        state,
-        shape,
-    )
+    let gates = DeltaRuleGates::Computed {
+        g: op.g,
+        beta: op.beta,
+    };
+    delta_rule_kernel(d, op.qkv, gates, state, op.shape)
 }
 
 /// [`delta_rule`] with its gates computed from the projections as [`delta_net_gates`] does, in
 /// the same dispatch.
-#[allow(clippy::too_many_arguments)]
 pub fn gated_delta_rule<D: MslDevice + ?Sized>(
     d: &D,
-    q: &D::Tensor,
-    k: &D::Tensor,
-    v: &D::Tensor,
-    alpha: &D::Tensor,
-    beta: &D::Tensor,
-    ssm_a: &D::Tensor,
-    dt_bias: &D::Tensor,
+    rule: &GatedDeltaRule<'_, D::Tensor>,
     state: &D::Tensor,
-    shape: DeltaNetShape,
 ) -> Result<D::Tensor, BackendError> {
     let op = "gated_delta_rule";
-    same_dims(d, op, ssm_a, dt_bias)?;
-    if d.dims(ssm_a) != (1, shape.n_v_head) {
+    same_dims(d, op, rule.ssm_a, rule.dt_bias)?;
+    if d.dims(rule.ssm_a) != (1, rule.shape.n_v_head) {
         return Err(shape_error(
             op,
             format!(
                 "per-head parameters are {:?} for {} value heads",
-                d.dims(ssm_a),
-                shape.n_v_head
+                d.dims(rule.ssm_a),
+                rule.shape.n_v_head
             ),
         ));
     }
     let gates = DeltaRuleGates::Raw {
-        alpha,
-        beta,
-        ssm_a,
-        dt_bias,
+        alpha: rule.alpha,
+        beta: rule.beta,
+        ssm_a: rule.ssm_a,
+        dt_bias: rule.dt_bias,
     };
-    delta_rule_kernel(d, q, k, v, gates, state, shape)
+    delta_rule_kernel(d, rule.qkv, gates, state, rule.shape)
 }
 
 fn delta_rule_kernel<D: MslDevice + ?Sized>(
     d: &D,
-    q: &D::Tensor,
-    k: &D::Tensor,
-    v: &D::Tensor,
+    qkv: &Qkv<D::Tensor>,
     gates: DeltaRuleGates<'_, D::Tensor>,
     state: &D::Tensor,
     shape: DeltaNetShape,
 ) -> Result<D::Tensor, BackendError> {
+    let Qkv { q, k, v } = qkv;
     let (g, beta, [ssm_a, dt_bias], raw) = match gates {
         DeltaRuleGates::Computed { g, beta } => (g, beta, [g, g], false),
         DeltaRuleGates::Raw {

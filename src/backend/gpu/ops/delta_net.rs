@@ -70,13 +70,10 @@ impl Wgpu {
     /// k L2-normalised per head (`x · scale / sqrt(Σx² + eps)`), q scaled by `q_scale`.
     pub fn conv_qkv_norm(
         &self,
-        m: &GpuTensor,
-        w: &GpuTensor,
+        op: &ConvQkvNorm<'_, GpuTensor>,
         state: &GpuTensor,
-        shape: DeltaNetShape,
-        q_scale: f32,
-        eps: f32,
     ) -> Result<Qkv<GpuTensor>, GpuError> {
+        let (m, w, shape, q_scale, eps) = (op.m, op.w, op.shape, op.q_scale, op.eps);
         let DeltaNetShape {
             n_k_head,
             n_v_head,
@@ -135,35 +132,33 @@ impl Wgpu {
 
     /// The gated delta rule token by token over the rows, per value head, on the f32 `state`
     /// (one row of k_dim × v_dim per value head, key index major); returns o.
-    #[allow(clippy::too_many_arguments)]
     pub fn delta_rule(
         &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        g: &GpuTensor,
-        beta: &GpuTensor,
+        op: &DeltaRule<'_, GpuTensor>,
         state: &GpuTensor,
-        shape: DeltaNetShape,
     ) -> Result<GpuTensor, GpuError> {
-        self.delta_rule_kernel(q, k, v, DeltaRuleGates::Computed { g, beta }, state, shape)
+        let gates = DeltaRuleGates::Computed {
+            g: op.g,
+            beta: op.beta,
+        };
+        self.delta_rule_kernel(op.qkv, gates, state, op.shape)
     }
 
     /// [`Wgpu::delta_rule`] with its gates computed from the projections as
     /// [`Wgpu::delta_net_gates`] does, in the same dispatch.
-    #[allow(clippy::too_many_arguments)]
     pub fn gated_delta_rule(
         &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        alpha: &GpuTensor,
-        beta: &GpuTensor,
-        ssm_a: &GpuTensor,
-        dt_bias: &GpuTensor,
+        rule: &GatedDeltaRule<'_, GpuTensor>,
         state: &GpuTensor,
-        shape: DeltaNetShape,
     ) -> Result<GpuTensor, GpuError> {
+        let GatedDeltaRule {
+            qkv,
+            alpha,
+            beta,
+            ssm_a,
+            dt_bias,
+            shape,
+        } = *rule;
         let op = "gated_delta_rule";
         one_row(op, ssm_a)?;
         same_dims(op, ssm_a, dt_bias)?;
@@ -182,18 +177,17 @@ impl Wgpu {
             ssm_a,
             dt_bias,
         };
-        self.delta_rule_kernel(q, k, v, gates, state, shape)
+        self.delta_rule_kernel(qkv, gates, state, shape)
     }
 
-    pub(super) fn delta_rule_kernel(
+    fn delta_rule_kernel(
         &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
+        qkv: &Qkv<GpuTensor>,
         gates: DeltaRuleGates<'_>,
         state: &GpuTensor,
         shape: DeltaNetShape,
     ) -> Result<GpuTensor, GpuError> {
+        let Qkv { q, k, v } = qkv;
         let DeltaNetShape {
             n_k_head,
             n_v_head,
@@ -234,9 +228,21 @@ impl Wgpu {
             if raw {
                 let (g, beta) =
                     self.delta_net_gates(gate, strength, gate_params[0], gate_params[1])?;
-                return self.delta_rule_chunked(q, k, v, &g, &beta, state, shape);
+                let op = DeltaRule {
+                    qkv,
+                    g: &g,
+                    beta: &beta,
+                    shape,
+                };
+                return self.delta_rule_chunked(&op, state);
             }
-            return self.delta_rule_chunked(q, k, v, gate, strength, state, shape);
+            let op = DeltaRule {
+                qkv,
+                g: gate,
+                beta: strength,
+                shape,
+            };
+            return self.delta_rule_chunked(&op, state);
         }
         let out = self.output(n, n_v_head * v_dim)?;
         let column_chunks = v_dim.div_ceil(DELTA_RULE_COLS);
