@@ -1097,22 +1097,8 @@ impl Backend for CpuBackend {
                     v_dim,
                 } = shape;
                 let n = q.rows;
-                let fits = n_k_head > 0
-                    && (q.rows, q.cols) == (n, n_k_head * k_dim)
-                    && (k.rows, k.cols) == (n, n_k_head * k_dim)
-                    && (v.rows, v.cols) == (n, n_v_head * v_dim)
-                    && (g.rows, g.cols) == (n, n_v_head)
-                    && (beta.rows, beta.cols) == (n, n_v_head)
-                    && (state.rows, state.cols) == (n_v_head, k_dim * v_dim);
-                if !fits || k_dim * v_dim == 0 {
-                    return Err(shape_error(
-                        "delta_rule",
-                        format!(
-                            "q {}×{}, v {}×{}, state {}×{} for {shape:?}",
-                            q.rows, q.cols, v.rows, v.cols, state.rows, state.cols
-                        ),
-                    ));
-                }
+                checks::delta_rule(op.qkv, [g, beta], state, shape, |t| (t.rows, t.cols))
+                    .map_err(|d| shape_error("delta_rule", d))?;
                 let per_head: Vec<Vec<f32>> = self.pool.install(|| {
                     state
                         .data

@@ -6,6 +6,7 @@
 //! waits for the recorded work — nothing in the op set forces a readback mid-forward, and every
 //! scalar (position, eps, sizes) is an op argument, never a tensor that would have to be read.
 
+pub mod checks;
 pub mod cpu;
 pub mod gpu;
 mod kind;
@@ -155,6 +156,36 @@ pub struct DeltaRule<'a, T> {
     pub shape: DeltaNetShape,
 }
 
+/// Where a delta-rule kernel's decay and write strength come from (the GPU and MSL launch code).
+pub(crate) enum DeltaRuleGates<'a, T> {
+    /// g and β as [`Backend::delta_net_gates`] gives them.
+    Computed { g: &'a T, beta: &'a T },
+    /// The projections and the layer's per-head parameters, the gates computed in the kernel.
+    Raw {
+        alpha: &'a T,
+        beta: &'a T,
+        ssm_a: &'a T,
+        dt_bias: &'a T,
+    },
+}
+
+impl<'a, T> DeltaRuleGates<'a, T> {
+    /// The kernel's operands: the two per-row gate inputs, the two per-head parameters (where
+    /// the gates are computed already, any tensor: the kernel does not read them), and whether
+    /// the gates are still to compute.
+    pub(crate) fn operands(&self) -> ([&'a T; 2], [&'a T; 2], bool) {
+        match *self {
+            DeltaRuleGates::Computed { g, beta } => ([g, beta], [g, g], false),
+            DeltaRuleGates::Raw {
+                alpha,
+                beta,
+                ssm_a,
+                dt_bias,
+            } => ([alpha, beta], [ssm_a, dt_bias], true),
+        }
+    }
+}
+
 /// The operands of the gated delta rule with its gates still to compute (§5.4), as the model
 /// runs it (`model::forward::gated_delta_rule_steps`).
 pub struct GatedDeltaRule<'a, T> {
@@ -164,57 +195,6 @@ pub struct GatedDeltaRule<'a, T> {
     pub ssm_a: &'a T,
     pub dt_bias: &'a T,
     pub shape: DeltaNetShape,
-}
-
-/// Shape rules that every backend checks alike; each gives the detail of a mismatch.
-pub mod checks {
-    /// Two `(rows, cols)` shapes must be equal.
-    pub fn same_dims(a: (usize, usize), b: (usize, usize)) -> Result<(), String> {
-        if a == b {
-            Ok(())
-        } else {
-            Err(format!("{}×{} vs {}×{}", a.0, a.1, b.0, b.1))
-        }
-    }
-
-    /// The operands of [`super::Backend::attention`] (each a `(rows, cols)` shape) must fit
-    /// `shape`, and the caches must hold rows `pos0..pos0 + q.rows`.
-    pub fn attention(
-        q: (usize, usize),
-        k: (usize, usize),
-        v: (usize, usize),
-        k_cache: (usize, usize),
-        v_cache: (usize, usize),
-        pos0: usize,
-        shape: super::AttentionShape,
-    ) -> Result<(), String> {
-        let kv_cols = shape.n_kv_head * shape.head_dim;
-        let fits = shape.n_kv_head > 0
-            && shape.n_head.is_multiple_of(shape.n_kv_head)
-            && q.1 == shape.n_head * shape.head_dim
-            && k == (q.0, kv_cols)
-            && v == (q.0, kv_cols)
-            && k_cache.1 == kv_cols
-            && v_cache.1 == kv_cols
-            && pos0.saturating_add(q.0) <= k_cache.0.min(v_cache.0);
-        if fits {
-            Ok(())
-        } else {
-            Err(format!(
-                "q {}×{}, k {}×{}, v {}×{}, caches {}×{} and {}×{} at {pos0} for {shape:?}",
-                q.0, q.1, k.0, k.1, v.0, v.1, k_cache.0, k_cache.1, v_cache.0, v_cache.1
-            ))
-        }
-    }
-
-    /// `group` must be non-zero and divide `cols`.
-    pub fn whole_groups(cols: usize, group: usize) -> Result<(), String> {
-        if group == 0 || !cols.is_multiple_of(group) {
-            Err(format!("{cols} columns are not whole groups of {group}"))
-        } else {
-            Ok(())
-        }
-    }
 }
 
 /// A copy of a tensor on its way to the host: [`Backend::start_read`] begins it and

@@ -6,7 +6,7 @@
 use crate::backend::gpu::msl_kernels::{MslFormat, MslKernel};
 use crate::backend::{
     checks, AttentionCall, AttentionShape, Backend, BackendError, ConvQkvNorm, DeltaNetShape,
-    DeltaRule, GatedAttention, GatedDeltaRule, KvCache, Qkv,
+    DeltaRule, DeltaRuleGates, GatedAttention, GatedDeltaRule, KvCache, Qkv,
 };
 use crate::quant::GgmlType;
 
@@ -939,19 +939,6 @@ const MAX_K_DIM: usize = 256;
 /// State columns per threadgroup of the delta-rule kernel (`COLUMNS` in delta_rule.metal).
 const DELTA_RULE_COLUMNS: usize = 32;
 
-/// Where the delta rule's decay and write strength come from.
-enum DeltaRuleGates<'a, T> {
-    /// g and β as [`delta_net_gates`] gives them.
-    Computed { g: &'a T, beta: &'a T },
-    /// The projections and the layer's per-head parameters, the gates computed in the kernel.
-    Raw {
-        alpha: &'a T,
-        beta: &'a T,
-        ssm_a: &'a T,
-        dt_bias: &'a T,
-    },
-}
-
 /// The gated delta rule token by token over the rows, per value head, on the f32 `state`
 /// (one row of k_dim × v_dim per value head, key index major); returns o.
 pub fn delta_rule<D: MslDevice + ?Sized>(
@@ -1002,15 +989,7 @@ fn delta_rule_kernel<D: MslDevice + ?Sized>(
     shape: DeltaNetShape,
 ) -> Result<D::Tensor, BackendError> {
     let Qkv { q, k, v } = qkv;
-    let (g, beta, [ssm_a, dt_bias], raw) = match gates {
-        DeltaRuleGates::Computed { g, beta } => (g, beta, [g, g], false),
-        DeltaRuleGates::Raw {
-            alpha,
-            beta,
-            ssm_a,
-            dt_bias,
-        } => (alpha, beta, [ssm_a, dt_bias], true),
-    };
+    let ([g, beta], [ssm_a, dt_bias], raw) = gates.operands();
     let DeltaNetShape {
         n_k_head,
         n_v_head,
@@ -1018,24 +997,12 @@ fn delta_rule_kernel<D: MslDevice + ?Sized>(
         v_dim,
     } = shape;
     let n = d.dims(q).0;
-    let fits = n_k_head > 0
-        && (1..=MAX_K_DIM).contains(&k_dim)
-        && v_dim > 0
-        && d.dims(q) == (n, n_k_head * k_dim)
-        && d.dims(k) == (n, n_k_head * k_dim)
-        && d.dims(v) == (n, n_v_head * v_dim)
-        && d.dims(g) == (n, n_v_head)
-        && d.dims(beta) == (n, n_v_head)
-        && d.dims(state) == (n_v_head, k_dim * v_dim);
-    if !fits {
+    checks::delta_rule(qkv, [g, beta], state, shape, |t| d.dims(t))
+        .map_err(|e| shape_error("delta_rule", e))?;
+    if k_dim > MAX_K_DIM {
         return Err(shape_error(
             "delta_rule",
-            format!(
-                "q {:?}, v {:?}, state {:?} for {shape:?} (k_dim at most {MAX_K_DIM})",
-                d.dims(q),
-                d.dims(v),
-                d.dims(state)
-            ),
+            format!("k_dim {k_dim}: the kernel holds at most {MAX_K_DIM}"),
         ));
     }
     let out = d.output(n, n_v_head * v_dim)?;

@@ -183,7 +183,7 @@ impl Wgpu {
     fn delta_rule_kernel(
         &self,
         qkv: &Qkv<GpuTensor>,
-        gates: DeltaRuleGates<'_>,
+        gates: DeltaRuleGates<'_, GpuTensor>,
         state: &GpuTensor,
         shape: DeltaNetShape,
     ) -> Result<GpuTensor, GpuError> {
@@ -194,33 +194,14 @@ impl Wgpu {
             k_dim,
             v_dim,
         } = shape;
-        let (gate, strength, gate_params, raw) = match gates {
-            DeltaRuleGates::Computed { g, beta } => (g, beta, [g, g], false),
-            DeltaRuleGates::Raw {
-                alpha,
-                beta,
-                ssm_a,
-                dt_bias,
-            } => (alpha, beta, [ssm_a, dt_bias], true),
-        };
+        let ([gate, strength], gate_params, raw) = gates.operands();
         let n = q.rows;
-        let fits = n_k_head > 0
-            && (1..=MAX_K_DIM).contains(&k_dim)
-            && v_dim > 0
-            && q.dims() == (n, n_k_head * k_dim)
-            && k.dims() == (n, n_k_head * k_dim)
-            && v.dims() == (n, n_v_head * v_dim)
-            && gate.dims() == (n, n_v_head)
-            && strength.dims() == (n, n_v_head)
-            && state.dims() == (n_v_head, k_dim * v_dim);
-        if !fits {
+        checks::delta_rule(qkv, [gate, strength], state, shape, GpuTensor::dims)
+            .map_err(|d| shape_error("delta_rule", d))?;
+        if k_dim > MAX_K_DIM {
             return Err(shape_error(
                 "delta_rule",
-                format!(
-                    "q {}×{}, v {}×{}, gates {}×{}, state {}×{} for {n_k_head} k heads, \
-                     {n_v_head} v heads, k_dim {k_dim} (at most {MAX_K_DIM}), v_dim {v_dim}",
-                    q.rows, q.cols, v.rows, v.cols, gate.rows, gate.cols, state.rows, state.cols
-                ),
+                format!("k_dim {k_dim}: the kernel holds at most {MAX_K_DIM}"),
             ));
         }
         if n >= DELTA_RULE_CHUNK_MIN_ROWS {
