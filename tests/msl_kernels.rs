@@ -15,8 +15,12 @@ use msl_sim::device::{SimDevice, SimTensor};
 use msl_sim::Order;
 use qwen35::backend::cpu::{CpuBackend, CpuTensor};
 use qwen35::backend::metal::{ops, MslFormat};
-use qwen35::backend::{AttentionShape, Backend, DeltaNetShape, Qkv, RopeShape};
+use qwen35::backend::{
+    AttentionShape, Backend, ConvQkvNorm, DeltaNetShape, DeltaRule, GatedAttention, GatedDeltaRule,
+    KvCache, Qkv, RopeShape,
+};
 use qwen35::compare::{compare_elements, Tolerance};
+use qwen35::model::forward::{conv_qkv_norm_steps, gated_attention_steps, gated_delta_rule_steps};
 use qwen35::quant::{self, GgmlType};
 
 /// xorshift64*: reproducible inputs without a dependency.
@@ -327,9 +331,11 @@ fn attention_against_cpu() {
                 &cpu_tensor(&cpu, rows, n_head * head_dim, &q),
                 &cpu_tensor(&cpu, rows, kv_cols, &k),
                 &cpu_tensor(&cpu, rows, kv_cols, &v),
-                &mut ck,
-                &mut cv,
-                pos0,
+                &mut KvCache {
+                    k: &mut ck,
+                    v: &mut cv,
+                    pos0,
+                },
                 shape,
             )
             .expect("cpu");
@@ -339,7 +345,7 @@ fn attention_against_cpu() {
             cpu_values(&cpu, &cv),
         );
         in_each_schedule(|sim| {
-            let (sk, sv) = (
+            let (mut sk, mut sv) = (
                 sim.tensor(ctx, kv_cols, &cache_k),
                 sim.tensor(ctx, kv_cols, &cache_v),
             );
@@ -348,9 +354,11 @@ fn attention_against_cpu() {
                 &sim.tensor(rows, n_head * head_dim, &q),
                 &sim.tensor(rows, kv_cols, &k),
                 &sim.tensor(rows, kv_cols, &v),
-                &sk,
-                &sv,
-                pos0,
+                &KvCache {
+                    k: &mut sk,
+                    v: &mut sv,
+                    pos0,
+                },
                 shape,
             )
             .expect("attention");
@@ -452,13 +460,17 @@ fn gated_delta_net_ops_against_cpu() {
         let mut cs = cpu_tensor(&cpu, n_v_head, k_dim * v_dim, &state);
         let want = cpu
             .delta_rule(
-                &cpu_tensor(&cpu, rows, n_k_head * k_dim, &q),
-                &cpu_tensor(&cpu, rows, n_k_head * k_dim, &k),
-                &cpu_tensor(&cpu, rows, n_v_head * v_dim, &v),
-                &cpu_tensor(&cpu, rows, n_v_head, &g),
-                &cpu_tensor(&cpu, rows, n_v_head, &beta),
+                &DeltaRule {
+                    qkv: &Qkv {
+                        q: cpu_tensor(&cpu, rows, n_k_head * k_dim, &q),
+                        k: cpu_tensor(&cpu, rows, n_k_head * k_dim, &k),
+                        v: cpu_tensor(&cpu, rows, n_v_head * v_dim, &v),
+                    },
+                    g: &cpu_tensor(&cpu, rows, n_v_head, &g),
+                    beta: &cpu_tensor(&cpu, rows, n_v_head, &beta),
+                    shape,
+                },
                 &mut cs,
-                shape,
             )
             .expect("cpu");
         let (want, want_state) = (cpu_values(&cpu, &want), cpu_values(&cpu, &cs));
@@ -466,13 +478,17 @@ fn gated_delta_net_ops_against_cpu() {
             let ss = sim.tensor(n_v_head, k_dim * v_dim, &state);
             let out = ops::delta_rule(
                 sim,
-                &sim.tensor(rows, n_k_head * k_dim, &q),
-                &sim.tensor(rows, n_k_head * k_dim, &k),
-                &sim.tensor(rows, n_v_head * v_dim, &v),
-                &sim.tensor(rows, n_v_head, &g),
-                &sim.tensor(rows, n_v_head, &beta),
+                &DeltaRule {
+                    qkv: &Qkv {
+                        q: sim.tensor(rows, n_k_head * k_dim, &q),
+                        k: sim.tensor(rows, n_k_head * k_dim, &k),
+                        v: sim.tensor(rows, n_v_head * v_dim, &v),
+                    },
+                    g: &sim.tensor(rows, n_v_head, &g),
+                    beta: &sim.tensor(rows, n_v_head, &beta),
+                    shape,
+                },
                 &ss,
-                shape,
             )
             .expect("delta_rule");
             let what = format!("delta_rule {shape:?} rows {rows} {:?}", sim.order);
@@ -520,8 +536,13 @@ fn converged_launches_use_little_threadgroup_memory() {
         t(1, 256, &mut rng),
         t(1, 256, &mut rng),
     );
-    let (kc, vc) = (t(4, 256, &mut rng), t(4, 256, &mut rng));
-    ops::attention(&sim, &q, &k, &v, &kc, &vc, 2, shape).expect("attention");
+    let (mut kc, mut vc) = (t(4, 256, &mut rng), t(4, 256, &mut rng));
+    let cache = KvCache {
+        k: &mut kc,
+        v: &mut vc,
+        pos0: 2,
+    };
+    ops::attention(&sim, &q, &k, &v, &cache, shape).expect("attention");
     let stats = sim.stats();
     assert!(stats.max_threadgroup_bytes > 8 * 1024, "{stats:?}");
     assert!(stats.max_threadgroup_bytes <= 32 * 1024, "{stats:?}");
@@ -718,44 +739,52 @@ fn gated_attention_against_cpu() {
         cache_v[(pos0 + 1) * kv_cols..].fill(0.0);
         let mut ck = cpu_tensor(&cpu, ctx, kv_cols, &cache_k);
         let mut cv = cpu_tensor(&cpu, ctx, kv_cols, &cache_v);
-        let want = cpu
-            .gated_attention(
-                &cpu_tensor(&cpu, 1, 2 * n_head * head_dim, &q_and_gate),
-                &cpu_tensor(&cpu, 1, kv_cols, &k),
-                &cpu_tensor(&cpu, 1, kv_cols, &v),
-                &cpu_tensor(&cpu, 1, head_dim, &q_norm),
-                &cpu_tensor(&cpu, 1, head_dim, &k_norm),
+        let want = gated_attention_steps(
+            &cpu,
+            &GatedAttention {
+                q_and_gate: &cpu_tensor(&cpu, 1, 2 * n_head * head_dim, &q_and_gate),
+                k: &cpu_tensor(&cpu, 1, kv_cols, &k),
+                v: &cpu_tensor(&cpu, 1, kv_cols, &v),
+                q_norm: &cpu_tensor(&cpu, 1, head_dim, &q_norm),
+                k_norm: &cpu_tensor(&cpu, 1, head_dim, &k_norm),
                 eps,
                 rope,
-                &mut ck,
-                &mut cv,
-                pos0,
                 shape,
-            )
-            .expect("cpu");
+            },
+            &mut KvCache {
+                k: &mut ck,
+                v: &mut cv,
+                pos0,
+            },
+        )
+        .expect("cpu");
         let (want, want_k, want_v) = (
             cpu_values(&cpu, &want),
             cpu_values(&cpu, &ck),
             cpu_values(&cpu, &cv),
         );
         in_each_schedule(|sim| {
-            let (sk, sv) = (
+            let (mut sk, mut sv) = (
                 sim.tensor(ctx, kv_cols, &cache_k),
                 sim.tensor(ctx, kv_cols, &cache_v),
             );
             let out = ops::gated_attention(
                 sim,
-                &sim.tensor(1, 2 * n_head * head_dim, &q_and_gate),
-                &sim.tensor(1, kv_cols, &k),
-                &sim.tensor(1, kv_cols, &v),
-                &sim.tensor(1, head_dim, &q_norm),
-                &sim.tensor(1, head_dim, &k_norm),
-                eps,
-                rope,
-                &sk,
-                &sv,
-                pos0,
-                shape,
+                &GatedAttention {
+                    q_and_gate: &sim.tensor(1, 2 * n_head * head_dim, &q_and_gate),
+                    k: &sim.tensor(1, kv_cols, &k),
+                    v: &sim.tensor(1, kv_cols, &v),
+                    q_norm: &sim.tensor(1, head_dim, &q_norm),
+                    k_norm: &sim.tensor(1, head_dim, &k_norm),
+                    eps,
+                    rope,
+                    shape,
+                },
+                &KvCache {
+                    k: &mut sk,
+                    v: &mut sv,
+                    pos0,
+                },
             )
             .expect("gated_attention");
             let what = format!(
@@ -800,19 +829,23 @@ fn conv_qkv_norm_and_gated_delta_rule_against_cpu() {
         let dt_bias = rng.vec(n_v_head);
         let state = rng.vec(n_v_head * k_dim * v_dim);
         let mut ds = cpu_tensor(&cpu, n_v_head, k_dim * v_dim, &state);
-        let o = cpu
-            .gated_delta_rule(
-                &cpu_tensor(&cpu, 1, n_k_head * k_dim, &want_q),
-                &cpu_tensor(&cpu, 1, n_k_head * k_dim, &want_k),
-                &cpu_tensor(&cpu, 1, n_v_head * v_dim, &want_v),
-                &cpu_tensor(&cpu, 1, n_v_head, &alpha),
-                &cpu_tensor(&cpu, 1, n_v_head, &beta),
-                &cpu_tensor(&cpu, 1, n_v_head, &ssm_a),
-                &cpu_tensor(&cpu, 1, n_v_head, &dt_bias),
-                &mut ds,
+        let o = gated_delta_rule_steps(
+            &cpu,
+            &GatedDeltaRule {
+                qkv: &Qkv {
+                    q: cpu_tensor(&cpu, 1, n_k_head * k_dim, &want_q),
+                    k: cpu_tensor(&cpu, 1, n_k_head * k_dim, &want_k),
+                    v: cpu_tensor(&cpu, 1, n_v_head * v_dim, &want_v),
+                },
+                alpha: &cpu_tensor(&cpu, 1, n_v_head, &alpha),
+                beta: &cpu_tensor(&cpu, 1, n_v_head, &beta),
+                ssm_a: &cpu_tensor(&cpu, 1, n_v_head, &ssm_a),
+                dt_bias: &cpu_tensor(&cpu, 1, n_v_head, &dt_bias),
                 shape,
-            )
-            .expect("cpu");
+            },
+            &mut ds,
+        )
+        .expect("cpu");
         let (want_o, want_state) = (cpu_values(&cpu, &o), cpu_values(&cpu, &ds));
 
         in_each_schedule(|sim| {
@@ -821,15 +854,19 @@ fn conv_qkv_norm_and_gated_delta_rule_against_cpu() {
             let sd = sim.tensor(n_v_head, k_dim * v_dim, &state);
             let out = ops::gated_delta_rule(
                 sim,
-                &sim.tensor(1, n_k_head * k_dim, &want_q),
-                &sim.tensor(1, n_k_head * k_dim, &want_k),
-                &sim.tensor(1, n_v_head * v_dim, &want_v),
-                &sim.tensor(1, n_v_head, &alpha),
-                &sim.tensor(1, n_v_head, &beta),
-                &sim.tensor(1, n_v_head, &ssm_a),
-                &sim.tensor(1, n_v_head, &dt_bias),
+                &GatedDeltaRule {
+                    qkv: &Qkv {
+                        q: sim.tensor(1, n_k_head * k_dim, &want_q),
+                        k: sim.tensor(1, n_k_head * k_dim, &want_k),
+                        v: sim.tensor(1, n_v_head * v_dim, &want_v),
+                    },
+                    alpha: &sim.tensor(1, n_v_head, &alpha),
+                    beta: &sim.tensor(1, n_v_head, &beta),
+                    ssm_a: &sim.tensor(1, n_v_head, &ssm_a),
+                    dt_bias: &sim.tensor(1, n_v_head, &dt_bias),
+                    shape,
+                },
                 &sd,
-                shape,
             )
             .expect("gated_delta_rule");
             assert_close(&format!("gated_delta_rule {what}"), &out.values(), &want_o);
@@ -858,16 +895,18 @@ fn conv_qkv_norm_against_cpu(
     let w = rng.vec(channels * taps);
     let conv_state = rng.vec((taps - 1) * channels);
     let mut cs = cpu_tensor(cpu, taps - 1, channels, &conv_state);
-    let Qkv { q, k, v } = cpu
-        .conv_qkv_norm(
-            &cpu_tensor(cpu, rows, channels, &m),
-            &cpu_tensor(cpu, channels, taps, &w),
-            &mut cs,
+    let Qkv { q, k, v } = conv_qkv_norm_steps(
+        cpu,
+        &ConvQkvNorm {
+            m: &cpu_tensor(cpu, rows, channels, &m),
+            w: &cpu_tensor(cpu, channels, taps, &w),
             shape,
             q_scale,
             eps,
-        )
-        .expect("cpu");
+        },
+        &mut cs,
+    )
+    .expect("cpu");
     let want = [q, k, v].map(|x| cpu_values(cpu, &x));
     let want_state = cpu_values(cpu, &cs);
     in_each_schedule(|sim| {
@@ -875,12 +914,14 @@ fn conv_qkv_norm_against_cpu(
         let ss = sim.tensor(taps - 1, channels, &conv_state);
         let qkv = ops::conv_qkv_norm(
             sim,
-            &sim.tensor(rows, channels, &m),
-            &sim.tensor(channels, taps, &w),
+            &ConvQkvNorm {
+                m: &sim.tensor(rows, channels, &m),
+                w: &sim.tensor(channels, taps, &w),
+                shape,
+                q_scale,
+                eps,
+            },
             &ss,
-            shape,
-            q_scale,
-            eps,
         )
         .expect("conv_qkv_norm");
         for (name, got, want) in [

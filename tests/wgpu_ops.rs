@@ -10,7 +10,7 @@ use qwen35::backend::gpu::{
     GpuError, GpuTensor, GpuWeight, WeightFormat, Wgpu, ATTENTION_PREFILL_MIN_ROWS,
     DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS,
 };
-use qwen35::backend::{AttentionShape, DeltaNetShape};
+use qwen35::backend::{AttentionShape, DeltaNetShape, DeltaRule, KvCache, Qkv};
 use qwen35::compare::{compare_elements, Tolerance};
 use qwen35::quant::GgmlType;
 
@@ -556,8 +556,8 @@ fn attention_prefill_then_decode() {
         let (n_head, n_kv_head, head_dim) = shape;
         let schedule = [(0, 67), (67, 20), (87, 1)];
         let (kv_cols, capacity, history) = (n_kv_head * head_dim, 100, 88);
-        let k_cache = gpu.zeros(capacity, kv_cols).unwrap();
-        let v_cache = gpu.zeros(capacity, kv_cols).unwrap();
+        let mut k_cache = gpu.zeros(capacity, kv_cols).unwrap();
+        let mut v_cache = gpu.zeros(capacity, kv_cols).unwrap();
         let k_hist = rng.vec(history * kv_cols);
         let v_hist: Vec<f32> = rng.vec(history * kv_cols).iter().map(|v| v * 3.0).collect();
         for (pos0, rows) in schedule {
@@ -575,9 +575,11 @@ fn attention_prefill_then_decode() {
                     &qt,
                     &kt,
                     &vt,
-                    &k_cache,
-                    &v_cache,
-                    pos0,
+                    &KvCache {
+                        k: &mut k_cache,
+                        v: &mut v_cache,
+                        pos0,
+                    },
                     AttentionShape {
                         n_head,
                         n_kv_head,
@@ -740,22 +742,23 @@ fn gpu_delta_rule(
         gpu.upload(rows, cols, &x[range.start * cols..range.end * cols])
             .unwrap()
     };
-    let out = gpu
-        .delta_rule(
-            &up(q, n_k_head * k_dim),
-            &up(k, n_k_head * k_dim),
-            &up(v, n_v_head * v_dim),
-            &up(g, n_v_head),
-            &up(beta, n_v_head),
-            state,
-            DeltaNetShape {
-                n_k_head,
-                n_v_head,
-                k_dim,
-                v_dim,
-            },
-        )
-        .unwrap();
+    let qkv = Qkv {
+        q: up(q, n_k_head * k_dim),
+        k: up(k, n_k_head * k_dim),
+        v: up(v, n_v_head * v_dim),
+    };
+    let op = DeltaRule {
+        qkv: &qkv,
+        g: &up(g, n_v_head),
+        beta: &up(beta, n_v_head),
+        shape: DeltaNetShape {
+            n_k_head,
+            n_v_head,
+            k_dim,
+            v_dim,
+        },
+    };
+    let out = gpu.delta_rule(&op, state).unwrap();
     read_all(gpu, &out)
 }
 
@@ -1349,13 +1352,14 @@ fn stats_count_decode_dispatches_and_profile_op_classes() {
     assert!(seconds.is_finite() && seconds >= 0.0);
 }
 
-/// The fused Gated DeltaNet ops against the CPU backend, whose versions are the compositions of
-/// primitive ops the trait defines them as: conv_qkv_norm over several calls (the conv state
-/// carried), then gated_delta_rule on its outputs (the recurrent state carried).
+/// The fused Gated DeltaNet ops against the model's steps, op by op on the CPU backend:
+/// conv_qkv_norm over several calls (the conv state carried), then gated_delta_rule on its
+/// outputs (the recurrent state carried).
 #[test]
 fn fused_delta_net_ops_match_their_compositions() {
     use qwen35::backend::cpu::{CpuBackend, CpuMode};
-    use qwen35::backend::{Backend, Qkv};
+    use qwen35::backend::{Backend, ConvQkvNorm, GatedDeltaRule, Qkv};
+    use qwen35::model::forward::{conv_qkv_norm_steps, gated_delta_rule_steps};
     let Some(gpu) = gpu() else { return };
     let cpu = CpuBackend::with_options(1, CpuMode::Exact).unwrap();
     let mut rng = Rng::new(14);
@@ -1406,34 +1410,35 @@ fn fused_delta_net_ops_match_their_compositions() {
             .iter()
             .map(|v| v * 4.0)
             .collect();
-        let Qkv {
-            q: gq,
-            k: gk,
-            v: gv,
-        } = Backend::conv_qkv_norm(
-            gpu,
-            &gpu.upload(rows, channels, &m).unwrap(),
-            &g_w,
-            &mut g_conv,
-            shape,
-            0.3,
-            1e-6,
-        )
-        .unwrap();
-        let Qkv {
-            q: cq,
-            k: ck,
-            v: cv,
-        } = cpu
-            .conv_qkv_norm(
-                &cpu.upload(rows, channels, &m).unwrap(),
-                &c_w,
-                &mut c_conv,
+        let (g_m, c_m) = (
+            gpu.upload(rows, channels, &m).unwrap(),
+            cpu.upload(rows, channels, &m).unwrap(),
+        );
+        fn conv<'a, T>(m: &'a T, w: &'a T, shape: DeltaNetShape) -> ConvQkvNorm<'a, T> {
+            ConvQkvNorm {
+                m,
+                w,
                 shape,
-                0.3,
-                1e-6,
-            )
-            .unwrap();
+                q_scale: 0.3,
+                eps: 1e-6,
+            }
+        }
+        let g_qkv = Backend::conv_qkv_norm(gpu, &conv(&g_m, &g_w, shape), &mut g_conv)
+            .unwrap()
+            .expect("the GPU's fused conv_qkv_norm");
+        let c_qkv = conv_qkv_norm_steps(&cpu, &conv(&c_m, &c_w, shape), &mut c_conv).unwrap();
+        let (
+            Qkv {
+                q: gq,
+                k: gk,
+                v: gv,
+            },
+            Qkv {
+                q: cq,
+                k: ck,
+                v: cv,
+            },
+        ) = (&g_qkv, &c_qkv);
         for (name, g, c) in [("q", &gq, &cq), ("k", &gk, &ck), ("v", &gv, &cv)] {
             let want = cpu.read_rows(c, 0, rows);
             assert_close(
@@ -1443,32 +1448,41 @@ fn fused_delta_net_ops_match_their_compositions() {
                 Numerics::F32Sums,
             );
         }
+        let (g_alpha, c_alpha) = (
+            gpu.upload(rows, shape.n_v_head, &alpha).unwrap(),
+            cpu.upload(rows, shape.n_v_head, &alpha).unwrap(),
+        );
+        let (g_beta, c_beta) = (
+            gpu.upload(rows, shape.n_v_head, &beta).unwrap(),
+            cpu.upload(rows, shape.n_v_head, &beta).unwrap(),
+        );
+        fn rule<'a, T>(
+            qkv: &'a Qkv<T>,
+            [alpha, beta, ssm_a, dt_bias]: [&'a T; 4],
+            shape: DeltaNetShape,
+        ) -> GatedDeltaRule<'a, T> {
+            GatedDeltaRule {
+                qkv,
+                alpha,
+                beta,
+                ssm_a,
+                dt_bias,
+                shape,
+            }
+        }
         let got = Backend::gated_delta_rule(
             gpu,
-            &gq,
-            &gk,
-            &gv,
-            &gpu.upload(rows, shape.n_v_head, &alpha).unwrap(),
-            &gpu.upload(rows, shape.n_v_head, &beta).unwrap(),
-            &g_a,
-            &g_dt,
+            &rule(&g_qkv, [&g_alpha, &g_beta, &g_a, &g_dt], shape),
             &mut g_state,
-            shape,
+        )
+        .unwrap()
+        .expect("the GPU's fused gated_delta_rule");
+        let want = gated_delta_rule_steps(
+            &cpu,
+            &rule(&c_qkv, [&c_alpha, &c_beta, &c_a, &c_dt], shape),
+            &mut c_state,
         )
         .unwrap();
-        let want = cpu
-            .gated_delta_rule(
-                &cq,
-                &ck,
-                &cv,
-                &cpu.upload(rows, shape.n_v_head, &alpha).unwrap(),
-                &cpu.upload(rows, shape.n_v_head, &beta).unwrap(),
-                &c_a,
-                &c_dt,
-                &mut c_state,
-                shape,
-            )
-            .unwrap();
         let want = cpu.read_rows(&want, 0, rows);
         assert_close(
             &format!("o of {rows} rows"),
@@ -1494,11 +1508,12 @@ fn fused_delta_net_ops_match_their_compositions() {
 }
 
 /// gated_attention (q/k norm and RoPE in one dispatch, the gate in the attention kernel) against
-/// the CPU backend's composition of primitive ops, over a prefill and two decode steps.
+/// the model's steps, op by op on the CPU backend, over a prefill and two decode steps.
 #[test]
 fn fused_gated_attention_matches_its_composition() {
     use qwen35::backend::cpu::{CpuBackend, CpuMode};
-    use qwen35::backend::{Backend, RopeShape};
+    use qwen35::backend::{Backend, GatedAttention, KvCache, RopeShape};
+    use qwen35::model::forward::gated_attention_steps;
     let Some(gpu) = gpu() else { return };
     let cpu = CpuBackend::with_options(1, CpuMode::Exact).unwrap();
     let mut rng = Rng::new(15);
@@ -1536,36 +1551,55 @@ fn fused_gated_attention_matches_its_composition() {
             .map(|v| v * 3.0)
             .collect();
         let (k, v) = (rng.vec(rows * kv_cols), rng.vec(rows * kv_cols));
+        let (g_qg, c_qg) = (
+            gpu.upload(rows, qg.len() / rows, &qg).unwrap(),
+            cpu.upload(rows, qg.len() / rows, &qg).unwrap(),
+        );
+        let (g_k, c_k) = (
+            gpu.upload(rows, kv_cols, &k).unwrap(),
+            cpu.upload(rows, kv_cols, &k).unwrap(),
+        );
+        let (g_v, c_v) = (
+            gpu.upload(rows, kv_cols, &v).unwrap(),
+            cpu.upload(rows, kv_cols, &v).unwrap(),
+        );
+        fn op<'a, T>(
+            [q_and_gate, k, v, q_norm, k_norm]: [&'a T; 5],
+            rope: RopeShape,
+            shape: AttentionShape,
+        ) -> GatedAttention<'a, T> {
+            GatedAttention {
+                q_and_gate,
+                k,
+                v,
+                q_norm,
+                k_norm,
+                eps: 1e-6,
+                rope,
+                shape,
+            }
+        }
         let got = Backend::gated_attention(
             gpu,
-            &gpu.upload(rows, qg.len() / rows, &qg).unwrap(),
-            &gpu.upload(rows, kv_cols, &k).unwrap(),
-            &gpu.upload(rows, kv_cols, &v).unwrap(),
-            &gq,
-            &gk,
-            1e-6,
-            rope,
-            &mut g_kc,
-            &mut g_vc,
-            pos0,
-            shape,
+            &op([&g_qg, &g_k, &g_v, &gq, &gk], rope, shape),
+            &mut KvCache {
+                k: &mut g_kc,
+                v: &mut g_vc,
+                pos0,
+            },
+        )
+        .unwrap()
+        .expect("the GPU's fused gated_attention");
+        let want = gated_attention_steps(
+            &cpu,
+            &op([&c_qg, &c_k, &c_v, &cq, &ck], rope, shape),
+            &mut KvCache {
+                k: &mut c_kc,
+                v: &mut c_vc,
+                pos0,
+            },
         )
         .unwrap();
-        let want = cpu
-            .gated_attention(
-                &cpu.upload(rows, qg.len() / rows, &qg).unwrap(),
-                &cpu.upload(rows, kv_cols, &k).unwrap(),
-                &cpu.upload(rows, kv_cols, &v).unwrap(),
-                &cq,
-                &ck,
-                1e-6,
-                rope,
-                &mut c_kc,
-                &mut c_vc,
-                pos0,
-                shape,
-            )
-            .unwrap();
         let want = cpu.read_rows(&want, 0, rows);
         assert_close(
             &format!("gated attention at {pos0}"),

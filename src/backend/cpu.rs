@@ -9,7 +9,8 @@ use rayon::prelude::*;
 
 use super::{
     checks, rms_norm_matmul_each, sample_on_host, AttentionShape, Backend, BackendError,
-    BackendStats, DeltaNetShape, OpTiming, PendingRead,
+    BackendStats, ConvQkvNorm, DeltaNetShape, DeltaRule, GatedAttention, GatedDeltaRule, KvCache,
+    OpTiming, PendingRead, Qkv,
 };
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::quant::{self, GgmlType};
@@ -918,11 +919,10 @@ impl Backend for CpuBackend {
         q: &CpuTensor,
         k: &CpuTensor,
         v: &CpuTensor,
-        k_cache: &mut CpuTensor,
-        v_cache: &mut CpuTensor,
-        pos0: usize,
+        cache: &mut KvCache<'_, CpuTensor>,
         shape: AttentionShape,
     ) -> Result<CpuTensor, BackendError> {
+        let (k_cache, v_cache, pos0) = (&mut *cache.k, &mut *cache.v, cache.pos0);
         self.op(
             || "attention".into(),
             f32_bytes(&[q, k, v]) + 2 * cache_bytes_read(k_cache, pos0 + q.rows),
@@ -1082,14 +1082,10 @@ impl Backend for CpuBackend {
 
     fn delta_rule(
         &self,
-        q: &CpuTensor,
-        k: &CpuTensor,
-        v: &CpuTensor,
-        g: &CpuTensor,
-        beta: &CpuTensor,
+        op: &DeltaRule<'_, CpuTensor>,
         state: &mut CpuTensor,
-        shape: DeltaNetShape,
     ) -> Result<CpuTensor, BackendError> {
+        let (Qkv { q, k, v }, g, beta, shape) = (op.qkv, op.g, op.beta, op.shape);
         self.op(
             || "delta_rule".into(),
             f32_bytes(&[q, k, v, g, beta, &*state]),
@@ -1101,22 +1097,8 @@ impl Backend for CpuBackend {
                     v_dim,
                 } = shape;
                 let n = q.rows;
-                let fits = n_k_head > 0
-                    && (q.rows, q.cols) == (n, n_k_head * k_dim)
-                    && (k.rows, k.cols) == (n, n_k_head * k_dim)
-                    && (v.rows, v.cols) == (n, n_v_head * v_dim)
-                    && (g.rows, g.cols) == (n, n_v_head)
-                    && (beta.rows, beta.cols) == (n, n_v_head)
-                    && (state.rows, state.cols) == (n_v_head, k_dim * v_dim);
-                if !fits || k_dim * v_dim == 0 {
-                    return Err(shape_error(
-                        "delta_rule",
-                        format!(
-                            "q {}×{}, v {}×{}, state {}×{} for {shape:?}",
-                            q.rows, q.cols, v.rows, v.cols, state.rows, state.cols
-                        ),
-                    ));
-                }
+                checks::delta_rule(op.qkv, [g, beta], state, shape, |t| (t.rows, t.cols))
+                    .map_err(|d| shape_error("delta_rule", d))?;
                 let per_head: Vec<Vec<f32>> = self.pool.install(|| {
                     state
                         .data
@@ -1154,6 +1136,32 @@ impl Backend for CpuBackend {
                 })
             },
         )
+    }
+
+    // The reference runs the model's steps op by op: it has no fused forms.
+
+    fn gated_attention(
+        &self,
+        _: &GatedAttention<'_, CpuTensor>,
+        _: &mut KvCache<'_, CpuTensor>,
+    ) -> Result<Option<CpuTensor>, BackendError> {
+        Ok(None)
+    }
+
+    fn conv_qkv_norm(
+        &self,
+        _: &ConvQkvNorm<'_, CpuTensor>,
+        _: &mut CpuTensor,
+    ) -> Result<Option<Qkv<CpuTensor>>, BackendError> {
+        Ok(None)
+    }
+
+    fn gated_delta_rule(
+        &self,
+        _: &GatedDeltaRule<'_, CpuTensor>,
+        _: &mut CpuTensor,
+    ) -> Result<Option<CpuTensor>, BackendError> {
+        Ok(None)
     }
 
     fn gated_rms_norm(

@@ -6,6 +6,7 @@
 //! waits for the recorded work — nothing in the op set forces a readback mid-forward, and every
 //! scalar (position, eps, sizes) is an op argument, never a tensor that would have to be read.
 
+pub mod checks;
 pub mod cpu;
 pub mod gpu;
 mod kind;
@@ -69,55 +70,131 @@ pub struct DeltaNetShape {
     pub v_dim: usize,
 }
 
-/// Shape rules that every backend checks alike; each gives the detail of a mismatch.
-pub mod checks {
-    /// Two `(rows, cols)` shapes must be equal.
-    pub fn same_dims(a: (usize, usize), b: (usize, usize)) -> Result<(), String> {
-        if a == b {
-            Ok(())
-        } else {
-            Err(format!("{}×{} vs {}×{}", a.0, a.1, b.0, b.1))
-        }
-    }
+/// A layer's KV cache as an op sees it: the new keys and values go to rows `pos0..`, and the
+/// token of row t attends over rows `0..=pos0 + t`.
+pub struct KvCache<'a, T> {
+    pub k: &'a mut T,
+    pub v: &'a mut T,
+    pub pos0: usize,
+}
 
-    /// The operands of [`super::Backend::attention`] (each a `(rows, cols)` shape) must fit
-    /// `shape`, and the caches must hold rows `pos0..pos0 + q.rows`.
-    pub fn attention(
-        q: (usize, usize),
-        k: (usize, usize),
-        v: (usize, usize),
-        k_cache: (usize, usize),
-        v_cache: (usize, usize),
-        pos0: usize,
-        shape: super::AttentionShape,
-    ) -> Result<(), String> {
-        let kv_cols = shape.n_kv_head * shape.head_dim;
-        let fits = shape.n_kv_head > 0
-            && shape.n_head.is_multiple_of(shape.n_kv_head)
-            && q.1 == shape.n_head * shape.head_dim
-            && k == (q.0, kv_cols)
-            && v == (q.0, kv_cols)
-            && k_cache.1 == kv_cols
-            && v_cache.1 == kv_cols
-            && pos0.saturating_add(q.0) <= k_cache.0.min(v_cache.0);
-        if fits {
-            Ok(())
-        } else {
-            Err(format!(
-                "q {}×{}, k {}×{}, v {}×{}, caches {}×{} and {}×{} at {pos0} for {shape:?}",
-                q.0, q.1, k.0, k.1, v.0, v.1, k_cache.0, k_cache.1, v_cache.0, v_cache.1
-            ))
-        }
-    }
+/// One attention over a KV cache as the GPU kernels take it: [`Backend::attention`]'s operands,
+/// the cache read (and written) through shared references, and, if `gate` is given, the output
+/// times sigmoid of its gate halves (each head's 2·head_dim columns are [query | gate]).
+pub struct AttentionCall<'a, T> {
+    pub q: &'a T,
+    pub k: &'a T,
+    pub v: &'a T,
+    pub k_cache: &'a T,
+    pub v_cache: &'a T,
+    pub pos0: usize,
+    pub shape: AttentionShape,
+    pub gate: Option<&'a T>,
+}
 
-    /// `group` must be non-zero and divide `cols`.
-    pub fn whole_groups(cols: usize, group: usize) -> Result<(), String> {
-        if group == 0 || !cols.is_multiple_of(group) {
-            Err(format!("{cols} columns are not whole groups of {group}"))
-        } else {
-            Ok(())
+impl<T> Clone for AttentionCall<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for AttentionCall<'_, T> {}
+
+impl<'a, T> AttentionCall<'a, T> {
+    /// Attention of q, k and v (the new rows) over `cache`, gated by `gate` if given.
+    pub fn new(
+        [q, k, v]: [&'a T; 3],
+        cache: &'a KvCache<'_, T>,
+        shape: AttentionShape,
+        gate: Option<&'a T>,
+    ) -> AttentionCall<'a, T> {
+        AttentionCall {
+            q,
+            k,
+            v,
+            k_cache: cache.k,
+            v_cache: cache.v,
+            pos0: cache.pos0,
+            shape,
+            gate,
         }
     }
+}
+
+/// The operands of gated attention's steps 3–6 (§4), as the model runs them
+/// (`model::forward::gated_attention_steps`): the projections, the per-head norms of q and k,
+/// and the geometry.
+pub struct GatedAttention<'a, T> {
+    /// Each head's 2·head_dim projections, [query | gate].
+    pub q_and_gate: &'a T,
+    pub k: &'a T,
+    pub v: &'a T,
+    pub q_norm: &'a T,
+    pub k_norm: &'a T,
+    pub eps: f32,
+    pub rope: RopeShape,
+    pub shape: AttentionShape,
+}
+
+/// The operands of the Gated DeltaNet's conv and split (§5.2–5.3), as the model runs them
+/// (`model::forward::conv_qkv_norm_steps`): the projection m, the conv taps `w` (one row per
+/// channel, oldest first), q's extra scale and the L2 norm's eps.
+pub struct ConvQkvNorm<'a, T> {
+    pub m: &'a T,
+    pub w: &'a T,
+    pub shape: DeltaNetShape,
+    pub q_scale: f32,
+    pub eps: f32,
+}
+
+/// The operands of the gated delta rule (§5.4) with its gates computed: decay `g` and write
+/// strength `beta`, one per row and value head.
+pub struct DeltaRule<'a, T> {
+    pub qkv: &'a Qkv<T>,
+    pub g: &'a T,
+    pub beta: &'a T,
+    pub shape: DeltaNetShape,
+}
+
+/// Where a delta-rule kernel's decay and write strength come from (the GPU and MSL launch code).
+pub(crate) enum DeltaRuleGates<'a, T> {
+    /// g and β as [`Backend::delta_net_gates`] gives them.
+    Computed { g: &'a T, beta: &'a T },
+    /// The projections and the layer's per-head parameters, the gates computed in the kernel.
+    Raw {
+        alpha: &'a T,
+        beta: &'a T,
+        ssm_a: &'a T,
+        dt_bias: &'a T,
+    },
+}
+
+impl<'a, T> DeltaRuleGates<'a, T> {
+    /// The kernel's operands: the two per-row gate inputs, the two per-head parameters (where
+    /// the gates are computed already, any tensor: the kernel does not read them), and whether
+    /// the gates are still to compute.
+    pub(crate) fn operands(&self) -> ([&'a T; 2], [&'a T; 2], bool) {
+        match *self {
+            DeltaRuleGates::Computed { g, beta } => ([g, beta], [g, g], false),
+            DeltaRuleGates::Raw {
+                alpha,
+                beta,
+                ssm_a,
+                dt_bias,
+            } => ([alpha, beta], [ssm_a, dt_bias], true),
+        }
+    }
+}
+
+/// The operands of the gated delta rule with its gates still to compute (§5.4), as the model
+/// runs it (`model::forward::gated_delta_rule_steps`).
+pub struct GatedDeltaRule<'a, T> {
+    pub qkv: &'a Qkv<T>,
+    pub alpha: &'a T,
+    pub beta: &'a T,
+    pub ssm_a: &'a T,
+    pub dt_bias: &'a T,
+    pub shape: DeltaNetShape,
 }
 
 /// A copy of a tensor on its way to the host: [`Backend::start_read`] begins it and
@@ -341,48 +418,24 @@ pub trait Backend: Send + Sync {
         freq_base: f32,
         pos0: usize,
     ) -> Result<Self::Tensor, BackendError>;
-    /// Writes k, v into cache rows `pos0..`, then causal GQA softmax attention of q over cache rows
-    /// `0..=pos0+t`, scale 1/sqrt(head_dim); q head h reads kv head `h / (n_head / n_kv_head)`.
-    #[allow(clippy::too_many_arguments)]
+    /// Writes k, v into the cache, then causal GQA softmax attention of q over the cache rows
+    /// each token sees (see [`KvCache`]), scale 1/sqrt(head_dim); q head h reads kv head
+    /// `h / (n_head / n_kv_head)`.
     fn attention(
         &self,
         q: &Self::Tensor,
         k: &Self::Tensor,
         v: &Self::Tensor,
-        k_cache: &mut Self::Tensor,
-        v_cache: &mut Self::Tensor,
-        pos0: usize,
+        cache: &mut KvCache<'_, Self::Tensor>,
         shape: AttentionShape,
     ) -> Result<Self::Tensor, BackendError>;
-    /// §4 steps 3–6 in one op: q (the first head_dim of each 2·head_dim group of `q_and_gate`)
-    /// and k RMS-normed per head with `q_norm` / `k_norm`, [`Backend::rope`] on both at positions
-    /// pos0.., [`Backend::attention`] (which appends k and v to the cache), and the output times
-    /// sigmoid(gate), the gate being the second head_dim of each group.
-    #[allow(clippy::too_many_arguments)]
+    /// §4 steps 3–6 in fewer dispatches than the model's op-by-op steps, where the backend has
+    /// the kernels for them: the same results, and `None` (nothing run) where it has not.
     fn gated_attention(
         &self,
-        q_and_gate: &Self::Tensor,
-        k: &Self::Tensor,
-        v: &Self::Tensor,
-        q_norm: &Self::Tensor,
-        k_norm: &Self::Tensor,
-        eps: f32,
-        rope: RopeShape,
-        k_cache: &mut Self::Tensor,
-        v_cache: &mut Self::Tensor,
-        pos0: usize,
-        shape: AttentionShape,
-    ) -> Result<Self::Tensor, BackendError> {
-        let hd = shape.head_dim;
-        let q = self.slice_cols(q_and_gate, 2 * hd, 0, hd)?;
-        let gate = self.slice_cols(q_and_gate, 2 * hd, hd, hd)?;
-        let q = self.rms_norm(&q, q_norm, eps)?;
-        let k = self.rms_norm(k, k_norm, eps)?;
-        let q = self.rope(&q, hd, rope.dims, rope.base, pos0)?;
-        let k = self.rope(&k, hd, rope.dims, rope.base, pos0)?;
-        let o = self.attention(&q, &k, v, k_cache, v_cache, pos0, shape)?;
-        self.sigmoid_mul(&o, &gate)
-    }
+        op: &GatedAttention<'_, Self::Tensor>,
+        cache: &mut KvCache<'_, Self::Tensor>,
+    ) -> Result<Option<Self::Tensor>, BackendError>;
     /// Causal depthwise conv (`w`: one row of taps per channel, oldest first) over the raw inputs
     /// in `state` (the previous taps−1 rows) followed by x, then SiLU; `state` keeps the last rows.
     fn conv1d_silu(
@@ -401,57 +454,25 @@ pub trait Backend: Send + Sync {
     ) -> Result<(Self::Tensor, Self::Tensor), BackendError>;
     /// The gated delta rule (QWEN35.md §5.4) token by token over the rows, per value head, on the
     /// f32 `state` (one row of k_dim × v_dim per value head, key index major); returns o.
-    #[allow(clippy::too_many_arguments)]
     fn delta_rule(
         &self,
-        q: &Self::Tensor,
-        k: &Self::Tensor,
-        v: &Self::Tensor,
-        g: &Self::Tensor,
-        beta: &Self::Tensor,
+        op: &DeltaRule<'_, Self::Tensor>,
         state: &mut Self::Tensor,
-        shape: DeltaNetShape,
     ) -> Result<Self::Tensor, BackendError>;
-    /// §5.2–5.3 in one op: [`Backend::conv1d_silu`] of m, split into q | k | v
-    /// (n_k_head·k_dim, n_k_head·k_dim and n_v_head·v_dim columns), q and k L2-normalised per
-    /// head ([`Backend::l2_norm`]), q scaled by `q_scale`.
+    /// §5.2–5.3 in fewer dispatches than the model's op-by-op steps, where the backend has the
+    /// kernel: the same results, and `None` (nothing run, `state` untouched) where it has not.
     fn conv_qkv_norm(
         &self,
-        m: &Self::Tensor,
-        w: &Self::Tensor,
+        op: &ConvQkvNorm<'_, Self::Tensor>,
         state: &mut Self::Tensor,
-        shape: DeltaNetShape,
-        q_scale: f32,
-        eps: f32,
-    ) -> Result<Qkv<Self::Tensor>, BackendError> {
-        let y = self.conv1d_silu(m, w, state)?;
-        let key_width = shape.n_k_head * shape.k_dim;
-        let width = 2 * key_width + shape.n_v_head * shape.v_dim;
-        let q = self.slice_cols(&y, width, 0, key_width)?;
-        let k = self.slice_cols(&y, width, key_width, key_width)?;
-        let v = self.slice_cols(&y, width, 2 * key_width, width - 2 * key_width)?;
-        let q = self.l2_norm(&q, shape.k_dim, q_scale, eps)?;
-        let k = self.l2_norm(&k, shape.k_dim, 1.0, eps)?;
-        Ok(Qkv { q, k, v })
-    }
-    /// [`Backend::delta_rule`] with its gates from the projections: [`Backend::delta_net_gates`]
-    /// of alpha and beta first.
-    #[allow(clippy::too_many_arguments)]
+    ) -> Result<Option<Qkv<Self::Tensor>>, BackendError>;
+    /// §5.4 with its gates computed in the same dispatch as the rule, where the backend has the
+    /// kernel: the same results, and `None` (nothing run, `state` untouched) where it has not.
     fn gated_delta_rule(
         &self,
-        q: &Self::Tensor,
-        k: &Self::Tensor,
-        v: &Self::Tensor,
-        alpha: &Self::Tensor,
-        beta: &Self::Tensor,
-        ssm_a: &Self::Tensor,
-        dt_bias: &Self::Tensor,
+        op: &GatedDeltaRule<'_, Self::Tensor>,
         state: &mut Self::Tensor,
-        shape: DeltaNetShape,
-    ) -> Result<Self::Tensor, BackendError> {
-        let (g, beta) = self.delta_net_gates(alpha, beta, ssm_a, dt_bias)?;
-        self.delta_rule(q, k, v, &g, &beta, state, shape)
-    }
+    ) -> Result<Option<Self::Tensor>, BackendError>;
     /// Each group of `w.len()` columns: `x / sqrt(mean(x²) + eps) ⊙ w ⊙ silu(z)`.
     fn gated_rms_norm(
         &self,

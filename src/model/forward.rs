@@ -5,7 +5,10 @@ use super::config::Config;
 use super::state::{LayerState, State};
 use super::weights::{Attention, DeltaNet, Mixer, Weights};
 use super::ModelError;
-use crate::backend::{AttentionShape, Backend, DeltaNetShape, Qkv, RopeShape};
+use crate::backend::{
+    AttentionShape, Backend, BackendError, ConvQkvNorm, DeltaNetShape, DeltaRule, GatedAttention,
+    GatedDeltaRule, KvCache, Qkv, RopeShape,
+};
 
 /// Layers whose bodies are not run, for timing the rest (`qwen35 bench --skip`); anything but
 /// `None` gives wrong logits.
@@ -130,30 +133,52 @@ fn attention<B: Backend>(
 ) -> Result<B::Tensor, ModelError> {
     // 1. Each head's 2·hd projections are [query | gate]; 2. keys and values.
     let [q_and_gate, k, v] = u.project(b, [&a.q, &a.k, &a.v])?;
-    // 3. Per-head RMS norm of q and k, before 4. RoPE on the first rope_dims of each head;
-    // 5. append k, v to the cache and attend causally (GQA); 6. sigmoid output gate.
-    let rope = RopeShape {
-        dims: cfg.rope_dims,
-        base: cfg.rope_base,
+    let op = GatedAttention {
+        q_and_gate: &q_and_gate,
+        k: &k,
+        v: &v,
+        q_norm: &a.q_norm,
+        k_norm: &a.k_norm,
+        eps: cfg.rms_eps,
+        rope: RopeShape {
+            dims: cfg.rope_dims,
+            base: cfg.rope_base,
+        },
+        shape: AttentionShape {
+            n_head: cfg.n_head,
+            n_kv_head: cfg.n_kv_head,
+            head_dim: cfg.head_dim,
+        },
     };
-    let shape = AttentionShape {
-        n_head: cfg.n_head,
-        n_kv_head: cfg.n_kv_head,
-        head_dim: cfg.head_dim,
-    };
-    Ok(b.gated_attention(
-        &q_and_gate,
-        &k,
-        &v,
-        &a.q_norm,
-        &a.k_norm,
-        cfg.rms_eps,
-        rope,
-        k_cache,
-        v_cache,
+    let mut cache = KvCache {
+        k: k_cache,
+        v: v_cache,
         pos0,
-        shape,
-    )?)
+    };
+    Ok(match b.gated_attention(&op, &mut cache)? {
+        Some(o) => o,
+        None => gated_attention_steps(b, &op, &mut cache)?,
+    })
+}
+
+/// §4 steps 3–6, one op each: 3. per-head RMS norm of q and k, before 4. RoPE on the first
+/// rope dims of each head; 5. k and v appended to the cache and causal attention (GQA);
+/// 6. the sigmoid output gate. [`Backend::gated_attention`] computes the same in fewer
+/// dispatches where a backend has the kernels.
+pub fn gated_attention_steps<B: Backend>(
+    b: &B,
+    op: &GatedAttention<'_, B::Tensor>,
+    cache: &mut KvCache<'_, B::Tensor>,
+) -> Result<B::Tensor, BackendError> {
+    let (hd, rope, pos0) = (op.shape.head_dim, op.rope, cache.pos0);
+    let q = b.slice_cols(op.q_and_gate, 2 * hd, 0, hd)?;
+    let gate = b.slice_cols(op.q_and_gate, 2 * hd, hd, hd)?;
+    let q = b.rms_norm(&q, op.q_norm, op.eps)?;
+    let k = b.rms_norm(op.k, op.k_norm, op.eps)?;
+    let q = b.rope(&q, hd, rope.dims, rope.base, pos0)?;
+    let k = b.rope(&k, hd, rope.dims, rope.base, pos0)?;
+    let o = b.attention(&q, &k, op.v, cache, op.shape)?;
+    b.sigmoid_mul(&o, &gate)
 }
 
 /// §5: Gated DeltaNet; returns o, the input of the output projection.
@@ -174,15 +199,69 @@ fn delta_net<B: Backend>(
     };
     // 5.1 Projections: m = q|k|v (through the conv), z, β and α inputs (not).
     let [m, z, beta, alpha] = u.project(b, [&d.qkv, &d.gate, &d.beta, &d.alpha])?;
-    // 5.2 Causal depthwise conv + SiLU over the raw m of the previous tokens; 5.3 split into q,
-    // k, v, with q and k L2-normalised per head and q also scaled by 1/sqrt(Dk).
-    let q_scale = 1.0 / (cfg.ssm_k_dim as f32).sqrt();
-    let Qkv { q, k, v } = b.conv_qkv_norm(&m, &d.conv, conv_state, shape, q_scale, eps)?;
-    // 5.4 The gated delta rule on the recurrent state (value head h reads q/k head h mod Hk),
-    // with decay g = ssm_a·softplus(α + dt_bias) and write strength β = sigmoid(β).
-    let o = b.gated_delta_rule(
-        &q, &k, &v, &alpha, &beta, &d.ssm_a, &d.dt_bias, recurrent, shape,
-    )?;
+    let conv = ConvQkvNorm {
+        m: &m,
+        w: &d.conv,
+        shape,
+        q_scale: 1.0 / (cfg.ssm_k_dim as f32).sqrt(),
+        eps,
+    };
+    let qkv = match b.conv_qkv_norm(&conv, conv_state)? {
+        Some(qkv) => qkv,
+        None => conv_qkv_norm_steps(b, &conv, conv_state)?,
+    };
+    let rule = GatedDeltaRule {
+        qkv: &qkv,
+        alpha: &alpha,
+        beta: &beta,
+        ssm_a: &d.ssm_a,
+        dt_bias: &d.dt_bias,
+        shape,
+    };
+    let o = match b.gated_delta_rule(&rule, recurrent)? {
+        Some(o) => o,
+        None => gated_delta_rule_steps(b, &rule, recurrent)?,
+    };
     // 5.6 Gated RMS norm per value head with silu(z).
     Ok(b.gated_rms_norm(&o, &z, &d.norm, eps)?)
+}
+
+/// §5.2 Causal depthwise conv + SiLU over the raw m of the previous tokens (kept in `state`);
+/// 5.3 split into q | k | v, q and k L2-normalised per head and q also scaled by
+/// `op.q_scale` (1/sqrt(Dk)). [`Backend::conv_qkv_norm`] computes the same in one dispatch
+/// where a backend has the kernel.
+pub fn conv_qkv_norm_steps<B: Backend>(
+    b: &B,
+    op: &ConvQkvNorm<'_, B::Tensor>,
+    state: &mut B::Tensor,
+) -> Result<Qkv<B::Tensor>, BackendError> {
+    let shape = op.shape;
+    let y = b.conv1d_silu(op.m, op.w, state)?;
+    let key_width = shape.n_k_head * shape.k_dim;
+    let width = 2 * key_width + shape.n_v_head * shape.v_dim;
+    let q = b.slice_cols(&y, width, 0, key_width)?;
+    let k = b.slice_cols(&y, width, key_width, key_width)?;
+    let v = b.slice_cols(&y, width, 2 * key_width, width - 2 * key_width)?;
+    let q = b.l2_norm(&q, shape.k_dim, op.q_scale, op.eps)?;
+    let k = b.l2_norm(&k, shape.k_dim, 1.0, op.eps)?;
+    Ok(Qkv { q, k, v })
+}
+
+/// §5.4 The gated delta rule on the recurrent `state` (value head h reads q/k head h mod Hk),
+/// with decay g = ssm_a·softplus(α + dt_bias) and write strength β = sigmoid(β).
+/// [`Backend::gated_delta_rule`] computes the gates in the rule's dispatch where a backend has
+/// the kernel.
+pub fn gated_delta_rule_steps<B: Backend>(
+    b: &B,
+    op: &GatedDeltaRule<'_, B::Tensor>,
+    state: &mut B::Tensor,
+) -> Result<B::Tensor, BackendError> {
+    let (g, beta) = b.delta_net_gates(op.alpha, op.beta, op.ssm_a, op.dt_bias)?;
+    let rule = DeltaRule {
+        qkv: op.qkv,
+        g: &g,
+        beta: &beta,
+        shape: op.shape,
+    };
+    b.delta_rule(&rule, state)
 }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use qwen35::backend::metal::Metal;
 use qwen35::backend::{
     rms_norm_matmul_each, sample_on_host, AttentionShape, Backend, BackendError, BackendStats,
-    DeltaNetShape, PendingRead,
+    ConvQkvNorm, DeltaRule, GatedAttention, GatedDeltaRule, KvCache, PendingRead, Qkv,
 };
 use qwen35::gguf::{GgufFile, TensorInfo};
 use qwen35::sample::Draw;
@@ -297,12 +297,18 @@ impl Backend for SimMemory {
         q: &SimTensor,
         _: &SimTensor,
         _: &SimTensor,
-        _: &mut SimTensor,
-        _: &mut SimTensor,
-        _: usize,
+        _: &mut KvCache<'_, SimTensor>,
         _: AttentionShape,
     ) -> Result<SimTensor, BackendError> {
         Err(refused("attention", q.rows))
+    }
+
+    fn gated_attention(
+        &self,
+        op: &GatedAttention<'_, SimTensor>,
+        _: &mut KvCache<'_, SimTensor>,
+    ) -> Result<Option<SimTensor>, BackendError> {
+        Err(refused("gated_attention", op.q_and_gate.rows))
     }
 
     fn conv1d_silu(
@@ -326,15 +332,26 @@ impl Backend for SimMemory {
 
     fn delta_rule(
         &self,
-        q: &SimTensor,
-        _: &SimTensor,
-        _: &SimTensor,
-        _: &SimTensor,
-        _: &SimTensor,
+        op: &DeltaRule<'_, SimTensor>,
         _: &mut SimTensor,
-        _: DeltaNetShape,
     ) -> Result<SimTensor, BackendError> {
-        Err(refused("delta_rule", q.rows))
+        Err(refused("delta_rule", op.qkv.q.rows))
+    }
+
+    fn conv_qkv_norm(
+        &self,
+        op: &ConvQkvNorm<'_, SimTensor>,
+        _: &mut SimTensor,
+    ) -> Result<Option<Qkv<SimTensor>>, BackendError> {
+        Err(refused("conv_qkv_norm", op.m.rows))
+    }
+
+    fn gated_delta_rule(
+        &self,
+        op: &GatedDeltaRule<'_, SimTensor>,
+        _: &mut SimTensor,
+    ) -> Result<Option<SimTensor>, BackendError> {
+        Err(refused("gated_delta_rule", op.qkv.q.rows))
     }
 
     fn gated_rms_norm(

@@ -5,7 +5,7 @@
 use super::kernels::Kernel;
 use super::ops::f32_bytes;
 use super::{GpuError, GpuTensor, Wgpu};
-use crate::backend::AttentionShape;
+use crate::backend::{AttentionCall, AttentionShape};
 
 /// (token, q head) rows per workgroup (WGSL `ROWS`).
 const ROWS: usize = 64;
@@ -20,30 +20,22 @@ impl Wgpu {
     /// [`Wgpu::attention`] by blocks of query tokens, for operands its checks have passed; the
     /// output times sigmoid of the gate halves of `gate` (each head's 2·head_dim columns are
     /// [query | gate]) if given.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn attention_prefill(
         &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        k_cache: &GpuTensor,
-        v_cache: &GpuTensor,
-        pos0: usize,
-        shape: AttentionShape,
-        gate: Option<&GpuTensor>,
+        call: AttentionCall<'_, GpuTensor>,
     ) -> Result<GpuTensor, GpuError> {
         let AttentionShape {
             n_head,
             n_kv_head,
             head_dim,
-        } = shape;
+        } = call.shape;
         let tokens_per_block = ROWS / (n_head / n_kv_head);
-        let blocks = q.rows.div_ceil(tokens_per_block);
-        let out = self.output(q.rows, q.cols)?;
+        let blocks = call.q.rows.div_ceil(tokens_per_block);
+        let out = self.output(call.q.rows, call.q.cols)?;
         let scale = 1.0 / (head_dim as f32).sqrt();
         // Every block reads the keys and values up to its last token.
         let kv_rows_read: usize = (0..blocks)
-            .map(|b| pos0 + ((b + 1) * tokens_per_block).min(q.rows))
+            .map(|b| call.pos0 + ((b + 1) * tokens_per_block).min(call.q.rows))
             .sum();
         self.record(
             Kernel::AttentionPrefill,
@@ -51,24 +43,24 @@ impl Wgpu {
                 n_head as u32,
                 n_kv_head as u32,
                 head_dim as u32,
-                q.rows as u32,
-                pos0 as u32,
+                call.q.rows as u32,
+                call.pos0 as u32,
                 scale.to_bits(),
                 tokens_per_block as u32,
-                gate.is_some() as u32,
+                call.gate.is_some() as u32,
             ],
             &[
-                &q.buffer,
-                &k.buffer,
-                &v.buffer,
-                &k_cache.buffer,
-                &v_cache.buffer,
+                &call.q.buffer,
+                &call.k.buffer,
+                &call.v.buffer,
+                &call.k_cache.buffer,
+                &call.v_cache.buffer,
                 &out.buffer,
-                &gate.unwrap_or(q).buffer,
+                &call.gate.unwrap_or(call.q).buffer,
             ],
             blocks * n_kv_head,
-            f32_bytes(&[q])
-                + gate.map_or(0, |g| f32_bytes(&[g]) / 2)
+            f32_bytes(&[call.q])
+                + call.gate.map_or(0, |g| f32_bytes(&[g]) / 2)
                 + (kv_rows_read * head_dim * 8 * n_kv_head) as u64,
         )?;
         Ok(out)
@@ -78,6 +70,7 @@ impl Wgpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::KvCache;
 
     /// The gated output is the plain one times sigmoid of the gate halves (the plain one is
     /// held to the host reference in tests/wgpu_ops.rs).
@@ -110,11 +103,18 @@ mod tests {
         let gate = upload(&q_and_gate, 2 * n_head * head_dim);
         let k = upload(&values(rows * kv_cols, 0.2), kv_cols);
         let v = upload(&values(rows * kv_cols, 0.3), kv_cols);
-        let k_cache = gpu.zeros(rows, kv_cols).unwrap();
-        let v_cache = gpu.zeros(rows, kv_cols).unwrap();
+        let (mut k_cache, mut v_cache) = (
+            gpu.zeros(rows, kv_cols).unwrap(),
+            gpu.zeros(rows, kv_cols).unwrap(),
+        );
+        let cache = KvCache {
+            k: &mut k_cache,
+            v: &mut v_cache,
+            pos0: 0,
+        };
         let run = |gate: Option<&GpuTensor>| {
             let out = gpu
-                .attention_prefill(&q, &k, &v, &k_cache, &v_cache, 0, shape, gate)
+                .attention_prefill(AttentionCall::new([&q, &k, &v], &cache, shape, gate))
                 .unwrap();
             gpu.read_rows(&out, 0, rows).unwrap()
         };

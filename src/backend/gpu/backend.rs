@@ -6,7 +6,8 @@ use std::sync::Arc;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::sample_on_host;
 use crate::backend::{
-    AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape, PendingRead, Qkv, RopeShape,
+    AttentionShape, Backend, BackendError, BackendStats, ConvQkvNorm, DeltaRule, GatedAttention,
+    GatedDeltaRule, KvCache, PendingRead, Qkv,
 };
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::sample::Draw;
@@ -249,33 +250,20 @@ impl Backend for Wgpu {
         q: &GpuTensor,
         k: &GpuTensor,
         v: &GpuTensor,
-        k_cache: &mut GpuTensor,
-        v_cache: &mut GpuTensor,
-        pos0: usize,
+        cache: &mut KvCache<'_, GpuTensor>,
         shape: AttentionShape,
     ) -> Result<GpuTensor, BackendError> {
-        Wgpu::attention(self, q, k, v, k_cache, v_cache, pos0, shape)
-            .map_err(|e| e.into_backend("attention"))
+        Wgpu::attention(self, q, k, v, cache, shape).map_err(|e| e.into_backend("attention"))
     }
 
     fn gated_attention(
         &self,
-        q_and_gate: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        q_norm: &GpuTensor,
-        k_norm: &GpuTensor,
-        eps: f32,
-        rope: RopeShape,
-        k_cache: &mut GpuTensor,
-        v_cache: &mut GpuTensor,
-        pos0: usize,
-        shape: AttentionShape,
-    ) -> Result<GpuTensor, BackendError> {
-        Wgpu::gated_attention(
-            self, q_and_gate, k, v, q_norm, k_norm, eps, rope, k_cache, v_cache, pos0, shape,
-        )
-        .map_err(|e| e.into_backend("gated_attention"))
+        op: &GatedAttention<'_, GpuTensor>,
+        cache: &mut KvCache<'_, GpuTensor>,
+    ) -> Result<Option<GpuTensor>, BackendError> {
+        Wgpu::gated_attention(self, op, cache)
+            .map(Some)
+            .map_err(|e| e.into_backend("gated_attention"))
     }
 
     fn conv1d_silu(
@@ -300,44 +288,29 @@ impl Backend for Wgpu {
 
     fn delta_rule(
         &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        g: &GpuTensor,
-        beta: &GpuTensor,
+        op: &DeltaRule<'_, GpuTensor>,
         state: &mut GpuTensor,
-        shape: DeltaNetShape,
     ) -> Result<GpuTensor, BackendError> {
-        Wgpu::delta_rule(self, q, k, v, g, beta, state, shape)
-            .map_err(|e| e.into_backend("delta_rule"))
+        Wgpu::delta_rule(self, op, state).map_err(|e| e.into_backend("delta_rule"))
     }
 
     fn conv_qkv_norm(
         &self,
-        m: &GpuTensor,
-        w: &GpuTensor,
+        op: &ConvQkvNorm<'_, GpuTensor>,
         state: &mut GpuTensor,
-        shape: DeltaNetShape,
-        q_scale: f32,
-        eps: f32,
-    ) -> Result<Qkv<GpuTensor>, BackendError> {
-        Wgpu::conv_qkv_norm(self, m, w, state, shape, q_scale, eps)
+    ) -> Result<Option<Qkv<GpuTensor>>, BackendError> {
+        Wgpu::conv_qkv_norm(self, op, state)
+            .map(Some)
             .map_err(|e| e.into_backend("conv_qkv_norm"))
     }
 
     fn gated_delta_rule(
         &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        alpha: &GpuTensor,
-        beta: &GpuTensor,
-        ssm_a: &GpuTensor,
-        dt_bias: &GpuTensor,
+        op: &GatedDeltaRule<'_, GpuTensor>,
         state: &mut GpuTensor,
-        shape: DeltaNetShape,
-    ) -> Result<GpuTensor, BackendError> {
-        Wgpu::gated_delta_rule(self, q, k, v, alpha, beta, ssm_a, dt_bias, state, shape)
+    ) -> Result<Option<GpuTensor>, BackendError> {
+        Wgpu::gated_delta_rule(self, op, state)
+            .map(Some)
             .map_err(|e| e.into_backend("gated_delta_rule"))
     }
 

@@ -7,7 +7,7 @@
 use super::kernels::Kernel;
 use super::ops::f32_bytes;
 use super::{GpuError, GpuTensor, Wgpu};
-use crate::backend::DeltaNetShape;
+use crate::backend::{DeltaNetShape, DeltaRule, Qkv};
 
 /// Tokens per chunk (WGSL `C` of both kernels).
 const CHUNK: usize = 64;
@@ -19,23 +19,18 @@ const MAX_FACTOR_BYTES: u64 = 256 << 20;
 
 impl Wgpu {
     /// [`Wgpu::delta_rule`] by chunks, for operands its shape checks have passed.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn delta_rule_chunked(
         &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        g: &GpuTensor,
-        beta: &GpuTensor,
+        op: &DeltaRule<'_, GpuTensor>,
         state: &GpuTensor,
-        shape: DeltaNetShape,
     ) -> Result<GpuTensor, GpuError> {
+        let (Qkv { q, k, v }, g, beta) = (op.qkv, op.g, op.beta);
         let DeltaNetShape {
             n_k_head,
             n_v_head,
             k_dim,
             v_dim,
-        } = shape;
+        } = op.shape;
         let n = q.rows;
         let out = self.output(n, n_v_head * v_dim)?;
         // T', A, W and γ of one chunk of one head.

@@ -6,7 +6,10 @@ use super::kernels::{Kernel, WeightFormat, DEFAULT_WG, GEMV_WORKGROUP_ROWS};
 use super::recorder::Binding;
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::checks;
-use crate::backend::{AttentionShape, DeltaNetShape, Qkv, RopeShape};
+use crate::backend::{
+    AttentionCall, AttentionShape, ConvQkvNorm, DeltaNetShape, DeltaRule, DeltaRuleGates,
+    GatedAttention, GatedDeltaRule, KvCache, Qkv,
+};
 
 mod attention;
 mod delta_net;
@@ -193,20 +196,4 @@ impl Wgpu {
             n as u64 * 4,
         )
     }
-}
-
-/// Where the delta rule's decay and write strength come from.
-enum DeltaRuleGates<'a> {
-    /// g and β as delta_net_gates gives them.
-    Computed {
-        g: &'a GpuTensor,
-        beta: &'a GpuTensor,
-    },
-    /// The projections and the layer's parameters, the gates computed in the kernel.
-    Raw {
-        alpha: &'a GpuTensor,
-        beta: &'a GpuTensor,
-        ssm_a: &'a GpuTensor,
-        dt_bias: &'a GpuTensor,
-    },
 }

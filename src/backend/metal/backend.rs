@@ -18,8 +18,8 @@ use super::ops::{self, Dispatch, MslDevice, WeightLayout, WeightPart};
 use crate::backend::gpu::msl_kernels::{Access, MslKernel};
 use crate::backend::gpu::{GpuError, GpuOptions, GpuTensor, GpuWeight, Program, Wgpu};
 use crate::backend::{
-    rms_norm_matmul_each, AttentionShape, Backend, BackendError, BackendStats, DeltaNetShape,
-    PendingRead, Qkv, RopeShape,
+    rms_norm_matmul_each, AttentionShape, Backend, BackendError, BackendStats, ConvQkvNorm,
+    DeltaRule, GatedAttention, GatedDeltaRule, KvCache, PendingRead, Qkv,
 };
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::sample::Draw;
@@ -476,62 +476,25 @@ impl<D: MslDevice + Send + Sync> Backend for Metal<D> {
         q: &D::Tensor,
         k: &D::Tensor,
         v: &D::Tensor,
-        k_cache: &mut D::Tensor,
-        v_cache: &mut D::Tensor,
-        pos0: usize,
+        cache: &mut KvCache<'_, D::Tensor>,
         shape: AttentionShape,
     ) -> Result<D::Tensor, BackendError> {
         if self.decode(q) {
-            ops::attention(&self.device, q, k, v, k_cache, v_cache, pos0, shape)
+            ops::attention(&self.device, q, k, v, cache, shape)
         } else {
-            Backend::attention(self.device.base(), q, k, v, k_cache, v_cache, pos0, shape)
+            Backend::attention(self.device.base(), q, k, v, cache, shape)
         }
     }
 
     fn gated_attention(
         &self,
-        q_and_gate: &D::Tensor,
-        k: &D::Tensor,
-        v: &D::Tensor,
-        q_norm: &D::Tensor,
-        k_norm: &D::Tensor,
-        eps: f32,
-        rope: RopeShape,
-        k_cache: &mut D::Tensor,
-        v_cache: &mut D::Tensor,
-        pos0: usize,
-        shape: AttentionShape,
-    ) -> Result<D::Tensor, BackendError> {
-        if self.decode(q_and_gate) {
-            ops::gated_attention(
-                &self.device,
-                q_and_gate,
-                k,
-                v,
-                q_norm,
-                k_norm,
-                eps,
-                rope,
-                k_cache,
-                v_cache,
-                pos0,
-                shape,
-            )
+        op: &GatedAttention<'_, D::Tensor>,
+        cache: &mut KvCache<'_, D::Tensor>,
+    ) -> Result<Option<D::Tensor>, BackendError> {
+        if self.decode(op.q_and_gate) {
+            ops::gated_attention(&self.device, op, cache).map(Some)
         } else {
-            Backend::gated_attention(
-                self.device.base(),
-                q_and_gate,
-                k,
-                v,
-                q_norm,
-                k_norm,
-                eps,
-                rope,
-                k_cache,
-                v_cache,
-                pos0,
-                shape,
-            )
+            self.device.base().gated_attention(op, cache)
         }
     }
 
@@ -564,75 +527,37 @@ impl<D: MslDevice + Send + Sync> Backend for Metal<D> {
 
     fn delta_rule(
         &self,
-        q: &D::Tensor,
-        k: &D::Tensor,
-        v: &D::Tensor,
-        g: &D::Tensor,
-        beta: &D::Tensor,
+        op: &DeltaRule<'_, D::Tensor>,
         state: &mut D::Tensor,
-        shape: DeltaNetShape,
     ) -> Result<D::Tensor, BackendError> {
-        if self.decode(q) {
-            ops::delta_rule(&self.device, q, k, v, g, beta, state, shape)
+        if self.decode(&op.qkv.q) {
+            ops::delta_rule(&self.device, op, state)
         } else {
-            Backend::delta_rule(self.device.base(), q, k, v, g, beta, state, shape)
+            Backend::delta_rule(self.device.base(), op, state)
         }
     }
 
     fn conv_qkv_norm(
         &self,
-        m: &D::Tensor,
-        w: &D::Tensor,
+        op: &ConvQkvNorm<'_, D::Tensor>,
         state: &mut D::Tensor,
-        shape: DeltaNetShape,
-        q_scale: f32,
-        eps: f32,
-    ) -> Result<Qkv<D::Tensor>, BackendError> {
-        if self.decode(m) {
-            ops::conv_qkv_norm(&self.device, m, w, state, shape, q_scale, eps)
+    ) -> Result<Option<Qkv<D::Tensor>>, BackendError> {
+        if self.decode(op.m) {
+            ops::conv_qkv_norm(&self.device, op, state).map(Some)
         } else {
-            Backend::conv_qkv_norm(self.device.base(), m, w, state, shape, q_scale, eps)
+            self.device.base().conv_qkv_norm(op, state)
         }
     }
 
     fn gated_delta_rule(
         &self,
-        q: &D::Tensor,
-        k: &D::Tensor,
-        v: &D::Tensor,
-        alpha: &D::Tensor,
-        beta: &D::Tensor,
-        ssm_a: &D::Tensor,
-        dt_bias: &D::Tensor,
+        op: &GatedDeltaRule<'_, D::Tensor>,
         state: &mut D::Tensor,
-        shape: DeltaNetShape,
-    ) -> Result<D::Tensor, BackendError> {
-        if self.decode(q) {
-            ops::gated_delta_rule(
-                &self.device,
-                q,
-                k,
-                v,
-                alpha,
-                beta,
-                ssm_a,
-                dt_bias,
-                state,
-                shape,
-            )
+    ) -> Result<Option<D::Tensor>, BackendError> {
+        if self.decode(&op.qkv.q) {
+            ops::gated_delta_rule(&self.device, op, state).map(Some)
         } else {
-            Backend::gated_delta_rule(
-                self.device.base(),
-                q,
-                k,
-                v,
-                alpha,
-                beta,
-                ssm_a,
-                dt_bias,
-                state,
-                shape,
-            )
+            self.device.base().gated_delta_rule(op, state)
         }
     }
 

@@ -5,7 +5,8 @@
 
 use crate::backend::gpu::msl_kernels::{MslFormat, MslKernel};
 use crate::backend::{
-    checks, AttentionShape, Backend, BackendError, DeltaNetShape, Qkv, RopeShape,
+    checks, AttentionCall, AttentionShape, Backend, BackendError, ConvQkvNorm, DeltaNetShape,
+    DeltaRule, DeltaRuleGates, GatedAttention, GatedDeltaRule, KvCache, Qkv,
 };
 use crate::quant::GgmlType;
 
@@ -626,38 +627,36 @@ const ATTENTION_BLOCK_ROWS: usize = 128;
 /// Writes k, v into cache row `pos0`, then softmax attention of the one query row over cache
 /// rows `0..=pos0`, scale 1/sqrt(head_dim): the cache split into blocks, one threadgroup per
 /// (q head, block), then the blocks merged per head (two dispatches).
-#[allow(clippy::too_many_arguments)]
 pub fn attention<D: MslDevice + ?Sized>(
     d: &D,
     q: &D::Tensor,
     k: &D::Tensor,
     v: &D::Tensor,
-    k_cache: &D::Tensor,
-    v_cache: &D::Tensor,
-    pos0: usize,
+    cache: &KvCache<'_, D::Tensor>,
     shape: AttentionShape,
 ) -> Result<D::Tensor, BackendError> {
-    decode_attention(d, q, k, v, k_cache, v_cache, pos0, shape, None)
+    decode_attention(d, AttentionCall::new([q, k, v], cache, shape, None))
 }
 
 /// [`attention`] of q and k RMS-normed per head and rotated (NeoX RoPE at `pos0`), q being the
 /// first head_dim of each 2·head_dim group of `q_and_gate`, the output times sigmoid of the
 /// second: three dispatches.
-#[allow(clippy::too_many_arguments)]
 pub fn gated_attention<D: MslDevice + ?Sized>(
     d: &D,
-    q_and_gate: &D::Tensor,
-    k: &D::Tensor,
-    v: &D::Tensor,
-    q_norm: &D::Tensor,
-    k_norm: &D::Tensor,
-    eps: f32,
-    rope: RopeShape,
-    k_cache: &D::Tensor,
-    v_cache: &D::Tensor,
-    pos0: usize,
-    shape: AttentionShape,
+    op: &GatedAttention<'_, D::Tensor>,
+    cache: &KvCache<'_, D::Tensor>,
 ) -> Result<D::Tensor, BackendError> {
+    let GatedAttention {
+        q_and_gate,
+        k,
+        v,
+        q_norm,
+        k_norm,
+        eps,
+        rope,
+        shape,
+    } = *op;
+    let pos0 = cache.pos0;
     let op = "gated_attention";
     let AttentionShape {
         n_head,
@@ -713,37 +712,22 @@ pub fn gated_attention<D: MslDevice + ?Sized>(
     )?;
     decode_attention(
         d,
-        &q,
-        &k_rotated,
-        v,
-        k_cache,
-        v_cache,
-        pos0,
-        shape,
-        Some(q_and_gate),
+        AttentionCall::new([&q, &k_rotated, v], cache, shape, Some(q_and_gate)),
     )
 }
 
 /// The two decode-attention dispatches, the output gated by the gate halves of `gate` if given.
-#[allow(clippy::too_many_arguments)]
 fn decode_attention<D: MslDevice + ?Sized>(
     d: &D,
-    q: &D::Tensor,
-    k: &D::Tensor,
-    v: &D::Tensor,
-    k_cache: &D::Tensor,
-    v_cache: &D::Tensor,
-    pos0: usize,
-    shape: AttentionShape,
-    gate: Option<&D::Tensor>,
+    call: AttentionCall<'_, D::Tensor>,
 ) -> Result<D::Tensor, BackendError> {
     let op = "attention";
     let AttentionShape {
         n_head,
         n_kv_head,
         head_dim,
-    } = shape;
-    let rows = d.dims(q).0;
+    } = call.shape;
+    let rows = d.dims(call.q).0;
     if rows != 1 || !(1..=MAX_HEAD_DIM).contains(&head_dim) {
         return Err(shape_error(
             op,
@@ -753,17 +737,17 @@ fn decode_attention<D: MslDevice + ?Sized>(
         ));
     }
     checks::attention(
-        d.dims(q),
-        d.dims(k),
-        d.dims(v),
-        d.dims(k_cache),
-        d.dims(v_cache),
-        pos0,
-        shape,
+        d.dims(call.q),
+        d.dims(call.k),
+        d.dims(call.v),
+        d.dims(call.k_cache),
+        d.dims(call.v_cache),
+        call.pos0,
+        call.shape,
     )
     .map_err(|e| shape_error(op, e))?;
     let kv_cols = n_kv_head * head_dim;
-    let blocks = (pos0 + 1).div_ceil(ATTENTION_BLOCK_ROWS);
+    let blocks = (call.pos0 + 1).div_ceil(ATTENTION_BLOCK_ROWS);
     let partials = d.output(n_head * blocks, 2 + head_dim)?;
     let scale = 1.0 / (head_dim as f32).sqrt();
     run(
@@ -773,34 +757,34 @@ fn decode_attention<D: MslDevice + ?Sized>(
             n_head as u32,
             n_kv_head as u32,
             head_dim as u32,
-            word(op, "position", pos0)?,
+            word(op, "position", call.pos0)?,
             kv_cols as u32,
             blocks as u32,
             scale.to_bits(),
         ],
         &[
-            d.buffer(q),
-            d.buffer(k),
-            d.buffer(v),
-            d.buffer(k_cache),
-            d.buffer(v_cache),
+            d.buffer(call.q),
+            d.buffer(call.k),
+            d.buffer(call.v),
+            d.buffer(call.k_cache),
+            d.buffer(call.v_cache),
             d.buffer(&partials),
         ],
         n_head * blocks,
-        f32_bytes(n_head * head_dim + 2 * (pos0 + 1) * kv_cols),
+        f32_bytes(n_head * head_dim + 2 * (call.pos0 + 1) * kv_cols),
     )?;
     let out = d.output(1, n_head * head_dim)?;
     run(
         d,
         MslKernel::AttentionCombine,
-        &[head_dim as u32, blocks as u32, gate.is_some() as u32],
+        &[head_dim as u32, blocks as u32, call.gate.is_some() as u32],
         &[
             d.buffer(&partials),
-            d.buffer(gate.unwrap_or(q)),
+            d.buffer(call.gate.unwrap_or(call.q)),
             d.buffer(&out),
         ],
         n_head,
-        f32_bytes(len(d, &partials) + gate.map_or(0, |_| n_head * head_dim)),
+        f32_bytes(len(d, &partials) + call.gate.map_or(0, |_| n_head * head_dim)),
     )?;
     Ok(out)
 }
@@ -848,13 +832,10 @@ const MAX_CONV_HEAD: usize = 1024;
 /// `q_scale`: one threadgroup per head.
 pub fn conv_qkv_norm<D: MslDevice + ?Sized>(
     d: &D,
-    m: &D::Tensor,
-    w: &D::Tensor,
+    op: &ConvQkvNorm<'_, D::Tensor>,
     state: &D::Tensor,
-    shape: DeltaNetShape,
-    q_scale: f32,
-    eps: f32,
 ) -> Result<Qkv<D::Tensor>, BackendError> {
+    let (m, w, shape) = (op.m, op.w, op.shape);
     let DeltaNetShape {
         n_k_head,
         n_v_head,
@@ -895,8 +876,8 @@ pub fn conv_qkv_norm<D: MslDevice + ?Sized>(
             v_dim as u32,
             taps as u32,
             rows as u32,
-            q_scale.to_bits(),
-            eps.to_bits(),
+            op.q_scale.to_bits(),
+            op.eps.to_bits(),
         ],
         &[
             d.buffer(m),
@@ -958,97 +939,57 @@ const MAX_K_DIM: usize = 256;
 /// State columns per threadgroup of the delta-rule kernel (`COLUMNS` in delta_rule.metal).
 const DELTA_RULE_COLUMNS: usize = 32;
 
-/// Where the delta rule's decay and write strength come from.
-enum DeltaRuleGates<'a, T> {
-    /// g and β as [`delta_net_gates`] gives them.
-    Computed { g: &'a T, beta: &'a T },
-    /// The projections and the layer's per-head parameters, the gates computed in the kernel.
-    Raw {
-        alpha: &'a T,
-        beta: &'a T,
-        ssm_a: &'a T,
-        dt_bias: &'a T,
-    },
-}
-
 /// The gated delta rule token by token over the rows, per value head, on the f32 `state`
 /// (one row of k_dim × v_dim per value head, key index major); returns o.
-#[allow(clippy::too_many_arguments)]
 pub fn delta_rule<D: MslDevice + ?Sized>(
     d: &D,
-    q: &D::Tensor,
-    k: &D::Tensor,
-    v: &D::Tensor,
-    g: &D::Tensor,
-    beta: &D::Tensor,
+    op: &DeltaRule<'_, D::Tensor>,
     state: &D::Tensor,
-    shape: DeltaNetShape,
 ) -> Result<D::Tensor, BackendError> {
-    delta_rule_kernel(
-        d,
-        q,
-        k,
-        v,
-        DeltaRuleGates::Computed { g, beta },
-        state,
-        shape,
-    )
+    let gates = DeltaRuleGates::Computed {
+        g: op.g,
+        beta: op.beta,
+    };
+    delta_rule_kernel(d, op.qkv, gates, state, op.shape)
 }
 
 /// [`delta_rule`] with its gates computed from the projections as [`delta_net_gates`] does, in
 /// the same dispatch.
-#[allow(clippy::too_many_arguments)]
 pub fn gated_delta_rule<D: MslDevice + ?Sized>(
     d: &D,
-    q: &D::Tensor,
-    k: &D::Tensor,
-    v: &D::Tensor,
-    alpha: &D::Tensor,
-    beta: &D::Tensor,
-    ssm_a: &D::Tensor,
-    dt_bias: &D::Tensor,
+    rule: &GatedDeltaRule<'_, D::Tensor>,
     state: &D::Tensor,
-    shape: DeltaNetShape,
 ) -> Result<D::Tensor, BackendError> {
     let op = "gated_delta_rule";
-    same_dims(d, op, ssm_a, dt_bias)?;
-    if d.dims(ssm_a) != (1, shape.n_v_head) {
+    same_dims(d, op, rule.ssm_a, rule.dt_bias)?;
+    if d.dims(rule.ssm_a) != (1, rule.shape.n_v_head) {
         return Err(shape_error(
             op,
             format!(
                 "per-head parameters are {:?} for {} value heads",
-                d.dims(ssm_a),
-                shape.n_v_head
+                d.dims(rule.ssm_a),
+                rule.shape.n_v_head
             ),
         ));
     }
     let gates = DeltaRuleGates::Raw {
-        alpha,
-        beta,
-        ssm_a,
-        dt_bias,
+        alpha: rule.alpha,
+        beta: rule.beta,
+        ssm_a: rule.ssm_a,
+        dt_bias: rule.dt_bias,
     };
-    delta_rule_kernel(d, q, k, v, gates, state, shape)
+    delta_rule_kernel(d, rule.qkv, gates, state, rule.shape)
 }
 
 fn delta_rule_kernel<D: MslDevice + ?Sized>(
     d: &D,
-    q: &D::Tensor,
-    k: &D::Tensor,
-    v: &D::Tensor,
+    qkv: &Qkv<D::Tensor>,
     gates: DeltaRuleGates<'_, D::Tensor>,
     state: &D::Tensor,
     shape: DeltaNetShape,
 ) -> Result<D::Tensor, BackendError> {
-    let (g, beta, [ssm_a, dt_bias], raw) = match gates {
-        DeltaRuleGates::Computed { g, beta } => (g, beta, [g, g], false),
-        DeltaRuleGates::Raw {
-            alpha,
-            beta,
-            ssm_a,
-            dt_bias,
-        } => (alpha, beta, [ssm_a, dt_bias], true),
-    };
+    let Qkv { q, k, v } = qkv;
+    let ([g, beta], [ssm_a, dt_bias], raw) = gates.operands();
     let DeltaNetShape {
         n_k_head,
         n_v_head,
@@ -1056,24 +997,12 @@ fn delta_rule_kernel<D: MslDevice + ?Sized>(
         v_dim,
     } = shape;
     let n = d.dims(q).0;
-    let fits = n_k_head > 0
-        && (1..=MAX_K_DIM).contains(&k_dim)
-        && v_dim > 0
-        && d.dims(q) == (n, n_k_head * k_dim)
-        && d.dims(k) == (n, n_k_head * k_dim)
-        && d.dims(v) == (n, n_v_head * v_dim)
-        && d.dims(g) == (n, n_v_head)
-        && d.dims(beta) == (n, n_v_head)
-        && d.dims(state) == (n_v_head, k_dim * v_dim);
-    if !fits {
+    checks::delta_rule(qkv, [g, beta], state, shape, |t| d.dims(t))
+        .map_err(|e| shape_error("delta_rule", e))?;
+    if k_dim > MAX_K_DIM {
         return Err(shape_error(
             "delta_rule",
-            format!(
-                "q {:?}, v {:?}, state {:?} for {shape:?} (k_dim at most {MAX_K_DIM})",
-                d.dims(q),
-                d.dims(v),
-                d.dims(state)
-            ),
+            format!("k_dim {k_dim}: the kernel holds at most {MAX_K_DIM}"),
         ));
     }
     let out = d.output(n, n_v_head * v_dim)?;

@@ -70,40 +70,38 @@ impl Wgpu {
         Ok(out)
     }
 
-    /// Writes k, v into cache rows `pos0..`, then causal GQA softmax attention of q over cache
-    /// rows `0..=pos0+t`, scale 1/sqrt(head_dim); q head h reads kv head `h / (n_head / n_kv_head)`.
-    #[allow(clippy::too_many_arguments)]
+    /// Writes k, v into the cache, then causal GQA softmax attention of q over the cache rows
+    /// each token sees, scale 1/sqrt(head_dim); q head h reads kv head `h / (n_head / n_kv_head)`.
     pub fn attention(
         &self,
         q: &GpuTensor,
         k: &GpuTensor,
         v: &GpuTensor,
-        k_cache: &GpuTensor,
-        v_cache: &GpuTensor,
-        pos0: usize,
+        cache: &KvCache<'_, GpuTensor>,
         shape: AttentionShape,
     ) -> Result<GpuTensor, GpuError> {
-        self.attention_kernel(q, k, v, k_cache, v_cache, pos0, shape, None)
+        self.attention_kernel(AttentionCall::new([q, k, v], cache, shape, None))
     }
 
     /// §4 steps 3–6: q (from the query halves of `q_and_gate`) and k RMS-normed per head and
     /// rotated in one dispatch, then [`Wgpu::attention`] with the sigmoid gate applied to its
     /// output in the same dispatch.
-    #[allow(clippy::too_many_arguments)]
     pub fn gated_attention(
         &self,
-        q_and_gate: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        q_norm: &GpuTensor,
-        k_norm: &GpuTensor,
-        eps: f32,
-        rope: RopeShape,
-        k_cache: &GpuTensor,
-        v_cache: &GpuTensor,
-        pos0: usize,
-        shape: AttentionShape,
+        op: &GatedAttention<'_, GpuTensor>,
+        cache: &KvCache<'_, GpuTensor>,
     ) -> Result<GpuTensor, GpuError> {
+        let GatedAttention {
+            q_and_gate,
+            k,
+            v,
+            q_norm,
+            k_norm,
+            eps,
+            rope,
+            shape,
+        } = *op;
+        let pos0 = cache.pos0;
         let op = "gated_attention";
         let AttentionShape {
             n_head,
@@ -168,36 +166,21 @@ impl Wgpu {
             rows * (n_head + n_kv_head),
             f32_bytes(&[q_and_gate, k]),
         )?;
-        self.attention_kernel(
-            &q,
-            &k_rotated,
-            v,
-            k_cache,
-            v_cache,
-            pos0,
+        self.attention_kernel(AttentionCall::new(
+            [&q, &k_rotated, v],
+            cache,
             shape,
             Some(q_and_gate),
-        )
+        ))
     }
 
     /// The attention kernel, its output times sigmoid of the gate halves of `gate` if given.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn attention_kernel(
-        &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        k_cache: &GpuTensor,
-        v_cache: &GpuTensor,
-        pos0: usize,
-        shape: AttentionShape,
-        gate: Option<&GpuTensor>,
-    ) -> Result<GpuTensor, GpuError> {
+    fn attention_kernel(&self, call: AttentionCall<'_, GpuTensor>) -> Result<GpuTensor, GpuError> {
         let AttentionShape {
             n_head,
             n_kv_head,
             head_dim,
-        } = shape;
+        } = call.shape;
         let kv_cols = n_kv_head * head_dim;
         if !(1..=MAX_HEAD_DIM).contains(&head_dim) || !head_dim.is_multiple_of(4) {
             return Err(shape_error(
@@ -206,71 +189,60 @@ impl Wgpu {
             ));
         }
         checks::attention(
-            q.dims(),
-            k.dims(),
-            v.dims(),
-            k_cache.dims(),
-            v_cache.dims(),
-            pos0,
-            shape,
+            call.q.dims(),
+            call.k.dims(),
+            call.v.dims(),
+            call.k_cache.dims(),
+            call.v_cache.dims(),
+            call.pos0,
+            call.shape,
         )
         .map_err(|d| shape_error("attention", d))?;
-        if q.rows >= ATTENTION_PREFILL_MIN_ROWS && Wgpu::attention_prefill_fits(shape) {
-            return self.attention_prefill(q, k, v, k_cache, v_cache, pos0, shape, gate);
+        if call.q.rows >= ATTENTION_PREFILL_MIN_ROWS && Wgpu::attention_prefill_fits(call.shape) {
+            return self.attention_prefill(call);
         }
         let scale = 1.0 / (head_dim as f32).sqrt();
-        if q.rows == 1 {
-            return self.decode_attention(q, k, v, k_cache, v_cache, pos0, shape, gate);
+        if call.q.rows == 1 {
+            return self.decode_attention(call);
         }
-        let out = self.output(q.rows, q.cols)?;
+        let out = self.output(call.q.rows, call.q.cols)?;
         self.record(
             Kernel::Attention,
             &[
                 n_head as u32,
                 n_kv_head as u32,
                 head_dim as u32,
-                q.rows as u32,
-                pos0 as u32,
+                call.q.rows as u32,
+                call.pos0 as u32,
                 kv_cols as u32,
                 scale.to_bits(),
-                gate.is_some() as u32,
+                call.gate.is_some() as u32,
             ],
             &[
-                &q.buffer,
-                &k.buffer,
-                &v.buffer,
-                &k_cache.buffer,
-                &v_cache.buffer,
+                &call.q.buffer,
+                &call.k.buffer,
+                &call.v.buffer,
+                &call.k_cache.buffer,
+                &call.v_cache.buffer,
                 &out.buffer,
-                &gate.unwrap_or(q).buffer,
+                &call.gate.unwrap_or(call.q).buffer,
             ],
-            q.rows * n_head,
-            f32_bytes(&[q]) + ((pos0 + q.rows) * kv_cols * 8) as u64,
+            call.q.rows * n_head,
+            f32_bytes(&[call.q]) + ((call.pos0 + call.q.rows) * kv_cols * 8) as u64,
         )?;
         Ok(out)
     }
 
     /// One query row: the cache split into blocks of WG rows, each (head, block) a workgroup,
     /// then the blocks merged per head (gated if `gate` is given). Shapes are checked.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn decode_attention(
-        &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        k_cache: &GpuTensor,
-        v_cache: &GpuTensor,
-        pos0: usize,
-        shape: AttentionShape,
-        gate: Option<&GpuTensor>,
-    ) -> Result<GpuTensor, GpuError> {
+    fn decode_attention(&self, call: AttentionCall<'_, GpuTensor>) -> Result<GpuTensor, GpuError> {
         let AttentionShape {
             n_head,
             n_kv_head,
             head_dim,
-        } = shape;
+        } = call.shape;
         let kv_cols = n_kv_head * head_dim;
-        let blocks = (pos0 + 1).div_ceil(WG);
+        let blocks = (call.pos0 + 1).div_ceil(WG);
         let partial = self.output(n_head * blocks, 2 + head_dim)?;
         let scale = 1.0 / (head_dim as f32).sqrt();
         self.record(
@@ -279,33 +251,37 @@ impl Wgpu {
                 n_head as u32,
                 n_kv_head as u32,
                 head_dim as u32,
-                pos0 as u32,
+                call.pos0 as u32,
                 kv_cols as u32,
                 blocks as u32,
                 scale.to_bits(),
                 0,
             ],
             &[
-                &q.buffer,
-                &k.buffer,
-                &v.buffer,
-                &k_cache.buffer,
-                &v_cache.buffer,
+                &call.q.buffer,
+                &call.k.buffer,
+                &call.v.buffer,
+                &call.k_cache.buffer,
+                &call.v_cache.buffer,
                 &partial.buffer,
             ],
             n_head * blocks,
-            f32_bytes(&[q]) + ((pos0 + 1) * kv_cols * 8) as u64,
+            f32_bytes(&[call.q]) + ((call.pos0 + 1) * kv_cols * 8) as u64,
         )?;
-        let out = self.output(1, q.cols)?;
+        let out = self.output(1, call.q.cols)?;
         self.record(
             Kernel::AttentionCombine,
             &[
                 n_head as u32,
                 head_dim as u32,
                 blocks as u32,
-                gate.is_some() as u32,
+                call.gate.is_some() as u32,
             ],
-            &[&partial.buffer, &gate.unwrap_or(q).buffer, &out.buffer],
+            &[
+                &partial.buffer,
+                &call.gate.unwrap_or(call.q).buffer,
+                &out.buffer,
+            ],
             n_head,
             f32_bytes(&[&partial]),
         )?;

@@ -70,13 +70,10 @@ impl Wgpu {
     /// k L2-normalised per head (`x · scale / sqrt(Σx² + eps)`), q scaled by `q_scale`.
     pub fn conv_qkv_norm(
         &self,
-        m: &GpuTensor,
-        w: &GpuTensor,
+        op: &ConvQkvNorm<'_, GpuTensor>,
         state: &GpuTensor,
-        shape: DeltaNetShape,
-        q_scale: f32,
-        eps: f32,
     ) -> Result<Qkv<GpuTensor>, GpuError> {
+        let (m, w, shape, q_scale, eps) = (op.m, op.w, op.shape, op.q_scale, op.eps);
         let DeltaNetShape {
             n_k_head,
             n_v_head,
@@ -141,35 +138,33 @@ impl Wgpu {
 
     /// The gated delta rule token by token over the rows, per value head, on the f32 `state`
     /// (one row of k_dim × v_dim per value head, key index major); returns o.
-    #[allow(clippy::too_many_arguments)]
     pub fn delta_rule(
         &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        g: &GpuTensor,
-        beta: &GpuTensor,
+        op: &DeltaRule<'_, GpuTensor>,
         state: &GpuTensor,
-        shape: DeltaNetShape,
     ) -> Result<GpuTensor, GpuError> {
-        self.delta_rule_kernel(q, k, v, DeltaRuleGates::Computed { g, beta }, state, shape)
+        let gates = DeltaRuleGates::Computed {
+            g: op.g,
+            beta: op.beta,
+        };
+        self.delta_rule_kernel(op.qkv, gates, state, op.shape)
     }
 
     /// [`Wgpu::delta_rule`] with its gates computed from the projections as
     /// [`Wgpu::delta_net_gates`] does, in the same dispatch.
-    #[allow(clippy::too_many_arguments)]
     pub fn gated_delta_rule(
         &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        alpha: &GpuTensor,
-        beta: &GpuTensor,
-        ssm_a: &GpuTensor,
-        dt_bias: &GpuTensor,
+        rule: &GatedDeltaRule<'_, GpuTensor>,
         state: &GpuTensor,
-        shape: DeltaNetShape,
     ) -> Result<GpuTensor, GpuError> {
+        let GatedDeltaRule {
+            qkv,
+            alpha,
+            beta,
+            ssm_a,
+            dt_bias,
+            shape,
+        } = *rule;
         let op = "gated_delta_rule";
         one_row(op, ssm_a)?;
         same_dims(op, ssm_a, dt_bias)?;
@@ -188,51 +183,31 @@ impl Wgpu {
             ssm_a,
             dt_bias,
         };
-        self.delta_rule_kernel(q, k, v, gates, state, shape)
+        self.delta_rule_kernel(qkv, gates, state, shape)
     }
 
-    pub(super) fn delta_rule_kernel(
+    fn delta_rule_kernel(
         &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        gates: DeltaRuleGates<'_>,
+        qkv: &Qkv<GpuTensor>,
+        gates: DeltaRuleGates<'_, GpuTensor>,
         state: &GpuTensor,
         shape: DeltaNetShape,
     ) -> Result<GpuTensor, GpuError> {
+        let Qkv { q, k, v } = qkv;
         let DeltaNetShape {
             n_k_head,
             n_v_head,
             k_dim,
             v_dim,
         } = shape;
-        let (gate, strength, gate_params, raw) = match gates {
-            DeltaRuleGates::Computed { g, beta } => (g, beta, [g, g], false),
-            DeltaRuleGates::Raw {
-                alpha,
-                beta,
-                ssm_a,
-                dt_bias,
-            } => (alpha, beta, [ssm_a, dt_bias], true),
-        };
+        let ([gate, strength], gate_params, raw) = gates.operands();
         let n = q.rows;
-        let fits = n_k_head > 0
-            && (1..=MAX_K_DIM).contains(&k_dim)
-            && v_dim > 0
-            && q.dims() == (n, n_k_head * k_dim)
-            && k.dims() == (n, n_k_head * k_dim)
-            && v.dims() == (n, n_v_head * v_dim)
-            && gate.dims() == (n, n_v_head)
-            && strength.dims() == (n, n_v_head)
-            && state.dims() == (n_v_head, k_dim * v_dim);
-        if !fits {
+        checks::delta_rule(qkv, [gate, strength], state, shape, GpuTensor::dims)
+            .map_err(|d| shape_error("delta_rule", d))?;
+        if k_dim > MAX_K_DIM {
             return Err(shape_error(
                 "delta_rule",
-                format!(
-                    "q {}×{}, v {}×{}, gates {}×{}, state {}×{} for {n_k_head} k heads, \
-                     {n_v_head} v heads, k_dim {k_dim} (at most {MAX_K_DIM}), v_dim {v_dim}",
-                    q.rows, q.cols, v.rows, v.cols, gate.rows, gate.cols, state.rows, state.cols
-                ),
+                format!("k_dim {k_dim}: the kernel holds at most {MAX_K_DIM}"),
             ));
         }
         if n >= DELTA_RULE_CHUNK_MIN_ROWS {
@@ -240,9 +215,21 @@ impl Wgpu {
             if raw {
                 let (g, beta) =
                     self.delta_net_gates(gate, strength, gate_params[0], gate_params[1])?;
-                return self.delta_rule_chunked(q, k, v, &g, &beta, state, shape);
+                let op = DeltaRule {
+                    qkv,
+                    g: &g,
+                    beta: &beta,
+                    shape,
+                };
+                return self.delta_rule_chunked(&op, state);
             }
-            return self.delta_rule_chunked(q, k, v, gate, strength, state, shape);
+            let op = DeltaRule {
+                qkv,
+                g: gate,
+                beta: strength,
+                shape,
+            };
+            return self.delta_rule_chunked(&op, state);
         }
         let out = self.output(n, n_v_head * v_dim)?;
         let column_chunks = v_dim.div_ceil(DELTA_RULE_COLS);
