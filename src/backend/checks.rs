@@ -2,7 +2,7 @@
 
 #[cfg(doc)]
 use super::Backend;
-use super::{AttentionShape, DeltaNetShape, Qkv};
+use super::{AttentionShape, DeltaNetShape, GatedAttention, Qkv};
 
 /// Two `(rows, cols)` shapes must be equal.
 pub fn same_dims(a: (usize, usize), b: (usize, usize)) -> Result<(), String> {
@@ -39,6 +39,40 @@ pub fn attention(
         Err(format!(
             "q {}×{}, k {}×{}, v {}×{}, caches {}×{} and {}×{} at {pos0} for {shape:?}",
             q.0, q.1, k.0, k.1, v.0, v.1, k_cache.0, k_cache.1, v_cache.0, v_cache.1
+        ))
+    }
+}
+
+/// The operands of [`Backend::gated_attention`] must fit its shape, with heads at most
+/// `max_head_dim` wide (the kernel's limit); `dims` gives a tensor's `(rows, cols)`.
+pub fn gated_attention<T>(
+    op: &GatedAttention<'_, T>,
+    max_head_dim: usize,
+    dims: impl Fn(&T) -> (usize, usize),
+) -> Result<(), String> {
+    let AttentionShape {
+        n_head,
+        n_kv_head,
+        head_dim,
+    } = op.shape;
+    let (rows, cols) = dims(op.q_and_gate);
+    let fits = (1..=max_head_dim).contains(&head_dim)
+        && cols == 2 * n_head * head_dim
+        && dims(op.k) == (rows, n_kv_head * head_dim)
+        && dims(op.q_norm) == (1, head_dim)
+        && dims(op.k_norm) == (1, head_dim)
+        && op.rope.dims <= head_dim
+        && op.rope.dims.is_multiple_of(2);
+    if fits {
+        Ok(())
+    } else {
+        Err(format!(
+            "q_and_gate {rows}×{cols}, k {:?}, norms {:?} and {:?}, rope over {} dims for \
+             {n_head}/{n_kv_head} heads of {head_dim} (heads at most {max_head_dim})",
+            dims(op.k),
+            dims(op.q_norm),
+            dims(op.k_norm),
+            op.rope.dims
         ))
     }
 }

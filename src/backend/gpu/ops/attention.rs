@@ -91,6 +91,8 @@ impl Wgpu {
         op: &GatedAttention<'_, GpuTensor>,
         cache: &KvCache<'_, GpuTensor>,
     ) -> Result<GpuTensor, GpuError> {
+        checks::gated_attention(op, MAX_HEAD_DIM, GpuTensor::dims)
+            .map_err(|e| shape_error("gated_attention", e))?;
         let GatedAttention {
             q_and_gate,
             k,
@@ -109,30 +111,6 @@ impl Wgpu {
             head_dim,
         } = shape;
         let rows = q_and_gate.rows;
-        let fits = (1..=MAX_HEAD_DIM).contains(&head_dim)
-            && q_and_gate.cols == 2 * n_head * head_dim
-            && k.dims() == (rows, n_kv_head * head_dim)
-            && q_norm.dims() == (1, head_dim)
-            && k_norm.dims() == (1, head_dim)
-            && rope.dims <= head_dim
-            && rope.dims.is_multiple_of(2);
-        if !fits {
-            return Err(shape_error(
-                op,
-                format!(
-                    "q_and_gate {rows}×{}, k {}×{}, norms {}×{} and {}×{}, rope over {} dims \
-                     for {n_head}/{n_kv_head} heads of {head_dim}",
-                    q_and_gate.cols,
-                    k.rows,
-                    k.cols,
-                    q_norm.rows,
-                    q_norm.cols,
-                    k_norm.rows,
-                    k_norm.cols,
-                    rope.dims
-                ),
-            ));
-        }
         let last_pos = word(op, "position", pos0.saturating_add(rows))?;
         let q = self.output(rows, n_head * head_dim)?;
         let k_rotated = self.output(rows, k.cols)?;
