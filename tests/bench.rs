@@ -249,6 +249,50 @@ fn gemv_reports_time_and_bandwidth() {
     assert!(stdout.contains("GB/s"));
 }
 
+/// `bench gemm`: a row per weight and P, each with its time and TFLOP/s, on the CPU and on
+/// wgpu (whose GEMM kernels take P above one; 129 is no multiple of any tile).
+#[test]
+fn gemm_reports_tflops_by_shape_and_rows() {
+    for backend in ["cpu", "wgpu"] {
+        let stdout = bench(
+            &[
+                "gemm",
+                "--shapes",
+                "q4_k:64x256,q6_k:96x512",
+                "-p",
+                "1,7,129",
+                "-r",
+                "2",
+                "--backend",
+                backend,
+            ],
+            &[],
+        );
+        let rows: Vec<Vec<&str>> = stdout
+            .lines()
+            .filter(|l| l.starts_with("q4_K") || l.starts_with("q6_K"))
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        let measured: Vec<String> = rows.iter().map(|r| format!("{} {}", r[1], r[2])).collect();
+        assert_eq!(
+            measured,
+            [
+                "64×256 1",
+                "64×256 7",
+                "64×256 129",
+                "96×512 1",
+                "96×512 7",
+                "96×512 129"
+            ],
+            "{stdout}"
+        );
+        for row in &rows {
+            let tflops: f64 = row[4].parse().unwrap_or(0.0);
+            assert!(tflops > 0.0, "{backend}: {row:?}");
+        }
+    }
+}
+
 /// `bench ttft`: the restored runs take the whole system prompt from the cache.
 #[test]
 fn ttft_restores_the_system_prompt() {

@@ -45,7 +45,7 @@ pub struct GemvTiming {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum GemvError {
+pub enum MatrixBenchError {
     #[error("a {rows}×{cols} {ty} matrix: rows must be whole {block}-element blocks", ty = .ty.name())]
     Shape {
         ty: GgmlType,
@@ -74,11 +74,13 @@ pub fn run_gemv<B: Backend>(
     backend: &B,
     name: &str,
     opts: &GemvOptions,
-) -> Result<GemvReport, GemvError> {
+) -> Result<GemvReport, MatrixBenchError> {
     let file = Arc::new(matrices(opts)?);
     let weight = |tensor: &'static str| {
-        let info = file.tensor(tensor).ok_or(GemvError::Missing(tensor))?;
-        Ok::<_, GemvError>((backend.upload_weight(&file, info)?, info.n_bytes))
+        let info = file
+            .tensor(tensor)
+            .ok_or(MatrixBenchError::Missing(tensor))?;
+        Ok::<_, MatrixBenchError>((backend.upload_weight(&file, info)?, info.n_bytes))
     };
     let (big, weight_bytes) = weight("gemv.weight")?;
     let (small, small_bytes) = weight("floor.weight")?;
@@ -148,33 +150,42 @@ fn time_gemvs<B: Backend>(
 }
 
 /// A GGUF in memory with the measured matrix and the floor matrix, both of `opts.ty`.
-fn matrices(opts: &GemvOptions) -> Result<GgufFile, GemvError> {
-    let block = opts.ty.block_elems();
-    if opts.rows == 0 || opts.cols == 0 || !opts.cols.is_multiple_of(block) {
-        return Err(GemvError::Shape {
-            ty: opts.ty,
-            rows: opts.rows,
-            cols: opts.cols,
+fn matrices(opts: &GemvOptions) -> Result<GgufFile, MatrixBenchError> {
+    test_weights(
+        opts.ty,
+        &[
+            ("gemv.weight", opts.rows, opts.cols),
+            ("floor.weight", FLOOR, FLOOR),
+        ],
+    )
+}
+
+/// A GGUF in memory with a random matrix of `ty` for each `(name, rows, cols)`.
+pub(super) fn test_weights(
+    ty: GgmlType,
+    shapes: &[(&str, usize, usize)],
+) -> Result<GgufFile, MatrixBenchError> {
+    let block = ty.block_elems();
+    if let Some(&(_, rows, cols)) = shapes
+        .iter()
+        .find(|(_, rows, cols)| *rows == 0 || *cols == 0 || !cols.is_multiple_of(block))
+    {
+        return Err(MatrixBenchError::Shape {
+            ty,
+            rows,
+            cols,
             block,
         });
     }
-    let shapes = [
-        ("gemv.weight", opts.rows, opts.cols),
-        ("floor.weight", FLOOR, FLOOR),
-    ];
     let mut layout = GgufWriter::new();
-    for (name, rows, cols) in shapes {
-        layout.add_tensor(name, &[cols as u64, rows as u64], opts.ty)?;
+    for &(name, rows, cols) in shapes {
+        layout.add_tensor(name, &[cols as u64, rows as u64], ty)?;
     }
     let mut data = layout.write_header(Vec::new())?;
-    for (name, rows, cols) in shapes {
+    for &(name, rows, cols) in shapes {
         let mut distinct = Vec::new();
         for seed in 0..DISTINCT_ROWS {
-            quant::quantize_row(
-                opts.ty,
-                &random_values(cols, seed as u64 + 3),
-                &mut distinct,
-            )?;
+            quant::quantize_row(ty, &random_values(cols, seed as u64 + 3), &mut distinct)?;
         }
         let row_bytes = distinct.len() / DISTINCT_ROWS;
         let bytes: Vec<u8> = distinct
@@ -191,7 +202,7 @@ fn matrices(opts: &GemvOptions) -> Result<GgufFile, GemvError> {
 }
 
 /// `n` values roughly uniform in [-1, 1), the same for the same seed.
-fn random_values(n: usize, seed: u64) -> Vec<f32> {
+pub(super) fn random_values(n: usize, seed: u64) -> Vec<f32> {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..n)
         .map(|_| {

@@ -1,8 +1,9 @@
 //! `qwen35 bench`: prefill and decode speed of each backend on one model, how close decode comes
 //! to the memory-bandwidth roofline, where the time goes per op class, and a GEMV
-//! microbenchmark. Everything a report holds is plain data ([`Report`]), so the table, the JSON
+//! microbenchmark and a GEMM one. Everything a report holds is plain data ([`Report`]), so the table, the JSON
 //! and the SVG are three renderings of the same numbers.
 
+mod gemm;
 mod gemv;
 mod measure;
 mod plot;
@@ -10,10 +11,11 @@ mod table;
 mod traffic;
 mod ttft;
 
+pub use gemm::{run_gemm, GemmOptions, GemmReport, GemmResult, GemmShape};
 pub use gemv::{run_gemv, GemvOptions, GemvReport, GemvTiming};
 pub use measure::{bench_backend, BenchEvent, BenchOptions};
 pub use plot::render_svg;
-pub use table::{render_gemv, render_table};
+pub use table::{render_gemm, render_gemv, render_table};
 pub use traffic::{peak_rss_bytes, probe_read_gbps, reset_peak_rss, weight_bytes_per_token};
 pub use ttft::{time_to_first_token, TtftOptions, TtftReport};
 

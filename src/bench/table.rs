@@ -1,7 +1,9 @@
 //! The human-readable rendering of a report: one row per backend, the notes that say what the
 //! numbers are, and with `--profile` one table per backend and phase.
 
-use super::{BackendRun, GemvReport, GemvTiming, OpProfile, PeakSource, Report, Spread};
+use super::{
+    BackendRun, GemmReport, GemvReport, GemvTiming, OpProfile, PeakSource, Report, Spread,
+};
 use crate::units::{bytes, count};
 
 /// The report as text for a terminal.
@@ -201,6 +203,26 @@ pub fn render_gemv(report: &GemvReport) -> String {
         report.cols,
         report.ty,
         bytes(report.weight_bytes),
+        columns(&rows)
+    )
+}
+
+pub fn render_gemm(report: &GemmReport) -> String {
+    let mut rows = vec![["weight", "P", "ms/GEMM", "TFLOP/s"]
+        .map(String::from)
+        .to_vec()];
+    rows.extend(report.results.iter().map(|r| {
+        vec![
+            format!("{} {}×{}", r.shape.ty.name(), r.shape.rows, r.shape.cols),
+            r.p.to_string(),
+            format!("{:.3}", r.ms_per_gemm),
+            three_significant(r.tflops),
+        ]
+    }));
+    format!(
+        "gemm {} ({} back to back per timing)\n{}",
+        report.backend,
+        report.repeats,
         columns(&rows)
     )
 }

@@ -1,5 +1,5 @@
 //! `qwen35 bench`: the backend comparison benchmark (prefill, decode, roofline, profile) on a
-//! model file or a synthetic one, and `qwen35 bench gemv`, the GEMV microbenchmark.
+//! model file or a synthetic one, and the microbenchmarks `qwen35 bench gemv` and `bench gemm`.
 
 use super::{at_least_one, cpu_threads, open_gguf, parse_backend, GpuArgs};
 use anyhow::Context;
@@ -7,10 +7,11 @@ use clap::{Args, Subcommand};
 use qwen35::backend::cpu::{CpuBackend, CpuMode};
 use qwen35::backend::gpu::Wgpu;
 use qwen35::backend::metal::Metal;
+use qwen35::backend::Backend;
 use qwen35::bench::{
-    bench_backend, probe_read_gbps, render_gemv, render_svg, render_table, run_gemv,
-    time_to_first_token, weight_bytes_per_token, BenchEvent, BenchOptions, GemvOptions, Peak,
-    PeakSource, Report, TtftOptions,
+    bench_backend, probe_read_gbps, render_gemm, render_gemv, render_svg, render_table, run_gemm,
+    run_gemv, time_to_first_token, weight_bytes_per_token, BenchEvent, BenchOptions, GemmOptions,
+    GemmReport, GemmShape, GemvOptions, GemvReport, Peak, PeakSource, Report, TtftOptions,
 };
 use qwen35::gguf::GgufFile;
 use qwen35::model::forward::SkipLayers;
@@ -36,6 +37,9 @@ pub struct BenchArgs {
 enum Micro {
     /// One GEMV through the backend op set: per call, back to back, and a 256×256 overhead floor.
     Gemv(GemvArgs),
+    /// The prefill matrix product (P rows times a quantized weight) in TFLOP/s, by weight shape
+    /// and P; by default the shapes of a Qwen3.6-27B Q4_K_M prefill.
+    Gemm(GemmArgs),
     /// Time to first token for a long system prompt and a short question, cold against the
     /// system prompt's state restored from the prefix cache.
     Ttft(TtftArgs),
@@ -180,9 +184,33 @@ struct GemvArgs {
     json: Option<PathBuf>,
 }
 
+#[derive(Args)]
+struct GemmArgs {
+    /// Weights as TYPE:ROWSxCOLS, comma-separated (default: the Qwen3.6-27B Q4_K_M prefill's).
+    #[arg(long, value_delimiter = ',', value_parser = parse_gemm_shape)]
+    shapes: Vec<GemmShape>,
+    /// Activation rows (prompt tokens), comma-separated.
+    #[arg(short = 'p', long = "rows", value_delimiter = ',', value_parser = at_least_one, default_value = "64,256,1024,4096,16384")]
+    rows: Vec<usize>,
+    #[arg(long, value_parser = parse_backend, default_value = "wgpu")]
+    backend: BackendKind,
+    /// Products per timing, back to back.
+    #[arg(short = 'r', long = "repeats", allow_negative_numbers = true, value_parser = at_least_one, default_value = "3")]
+    repeats: usize,
+    /// CPU threads (default: all cores).
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
+    threads: Option<usize>,
+    #[command(flatten)]
+    gpu: GpuArgs,
+    /// Write the numbers as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.micro {
         Some(Micro::Gemv(gemv)) => run_gemv_bench(gemv),
+        Some(Micro::Gemm(gemm)) => run_gemm_bench(gemm),
         Some(Micro::Ttft(ttft)) => run_ttft_bench(ttft),
         None => run_model_bench(args.model),
     }
@@ -288,41 +316,93 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A microbenchmark over the backend op set, run on whichever backend the user chose.
+trait Microbench {
+    type Report: Serialize;
+    fn run<B: Backend>(&mut self, backend: &B, name: &str) -> anyhow::Result<Self::Report>;
+}
+
+fn run_microbench<M: Microbench>(
+    bench: &mut M,
+    kind: BackendKind,
+    threads: Option<usize>,
+    gpu: &GpuArgs,
+) -> anyhow::Result<M::Report> {
+    match kind {
+        BackendKind::Cpu | BackendKind::CpuFast => {
+            let mode = if kind == BackendKind::CpuFast {
+                CpuMode::Fast
+            } else {
+                CpuMode::Exact
+            };
+            let cpu = CpuBackend::with_options(cpu_threads(threads), mode)?;
+            bench.run(&cpu, kind.name())
+        }
+        BackendKind::Wgpu => {
+            let gpu = Wgpu::with_options(&gpu.options())?;
+            bench.run(&gpu, &format!("wgpu ({})", gpu.adapter_description()))
+        }
+        BackendKind::Metal => {
+            let metal = Metal::with_options(&gpu.options())?;
+            bench.run(&metal, &format!("metal ({})", metal.adapter_description()))
+        }
+    }
+}
+
+impl Microbench for GemvOptions {
+    type Report = GemvReport;
+    fn run<B: Backend>(&mut self, backend: &B, name: &str) -> anyhow::Result<GemvReport> {
+        Ok(run_gemv(backend, name, self)?)
+    }
+}
+
+impl Microbench for GemmOptions {
+    type Report = GemmReport;
+    fn run<B: Backend>(&mut self, backend: &B, name: &str) -> anyhow::Result<GemmReport> {
+        let mut progress = Progress::new();
+        let report = run_gemm(backend, name, self, &mut |r| {
+            progress.measured(&format!(
+                "{} {}×{} at P={}: {:.3} ms, {:.1} TFLOP/s",
+                r.shape.ty.name(),
+                r.shape.rows,
+                r.shape.cols,
+                r.p,
+                r.ms_per_gemm,
+                r.tflops
+            ))
+        })?;
+        progress.done();
+        Ok(report)
+    }
+}
+
 fn run_gemv_bench(args: GemvArgs) -> anyhow::Result<()> {
-    let opts = GemvOptions {
+    let mut opts = GemvOptions {
         ty: args.quant,
         rows: args.rows,
         cols: args.cols,
         repeats: args.repeats,
     };
-    let report = match args.backend {
-        BackendKind::Cpu | BackendKind::CpuFast => {
-            let mode = if args.backend == BackendKind::CpuFast {
-                CpuMode::Fast
-            } else {
-                CpuMode::Exact
-            };
-            let cpu = CpuBackend::with_options(cpu_threads(args.threads), mode)?;
-            run_gemv(&cpu, args.backend.name(), &opts)?
-        }
-        BackendKind::Wgpu => {
-            let gpu = Wgpu::with_options(&args.gpu.options())?;
-            run_gemv(
-                &gpu,
-                &format!("wgpu ({})", gpu.adapter_description()),
-                &opts,
-            )?
-        }
-        BackendKind::Metal => {
-            let metal = Metal::with_options(&args.gpu.options())?;
-            run_gemv(
-                &metal,
-                &format!("metal ({})", metal.adapter_description()),
-                &opts,
-            )?
-        }
-    };
+    let report = run_microbench(&mut opts, args.backend, args.threads, &args.gpu)?;
     print!("{}", render_gemv(&report));
+    if let Some(path) = &args.json {
+        write_json(path, &report)?;
+    }
+    Ok(())
+}
+
+fn run_gemm_bench(args: GemmArgs) -> anyhow::Result<()> {
+    let mut opts = GemmOptions {
+        shapes: if args.shapes.is_empty() {
+            GemmShape::qwen36_27b()
+        } else {
+            args.shapes
+        },
+        rows: args.rows,
+        repeats: args.repeats,
+    };
+    let report = run_microbench(&mut opts, args.backend, args.threads, &args.gpu)?;
+    print!("{}", render_gemm(&report));
     if let Some(path) = &args.json {
         write_json(path, &report)?;
     }
@@ -516,6 +596,19 @@ fn parse_skip(name: &str) -> Result<SkipLayers, String> {
 }
 
 /// A ggml type by its name in any case ("q4_k" is q4_K).
+/// `TYPE:ROWSxCOLS`, e.g. `q4_k:17408x5120`.
+fn parse_gemm_shape(text: &str) -> Result<GemmShape, String> {
+    let usage = || format!("{text:?}: expected TYPE:ROWSxCOLS, e.g. q4_k:17408x5120");
+    let (ty, dims) = text.split_once(':').ok_or_else(usage)?;
+    let (rows, cols) = dims.split_once(['x', '×']).ok_or_else(usage)?;
+    let count = |n: &str| at_least_one(n).map_err(|e| format!("{text:?}: {e}"));
+    Ok(GemmShape {
+        ty: parse_ggml_type(ty)?,
+        rows: count(rows)?,
+        cols: count(cols)?,
+    })
+}
+
 fn parse_ggml_type(name: &str) -> Result<GgmlType, String> {
     (0..64)
         .filter_map(GgmlType::from_id)
