@@ -3,12 +3,11 @@
 //! tuned apart from the rest of prefill.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use serde::Serialize;
 
-use super::gemv::{random_values, test_weights, MatrixBenchError};
-use crate::backend::{Backend, BackendError};
+use super::gemv::{random_values, test_weights, time_products, MatrixBenchError, Waits};
+use crate::backend::Backend;
 use crate::quant::GgmlType;
 
 /// One weight matrix to multiply: `rows` outputs of `cols` inputs, encoded as `ty`.
@@ -91,9 +90,10 @@ pub fn run_gemm<B: Backend>(
         for &p in &opts.rows {
             let x = backend.upload(p, shape.cols, &random_values(p * shape.cols, i as u64))?;
             // Warm-up: the pipeline, first touches of the weight and of the output buffers.
-            time_gemms(backend, &x, &weight, 1)?;
+            time_products(backend, &x, &weight, 1, Waits::Once)?;
             let n = opts.repeats.max(1);
-            let seconds = time_gemms(backend, &x, &weight, n)? / n as f64;
+            let seconds = time_products(backend, &x, &weight, n, Waits::Once)? / n as f64;
+            backend.status()?;
             let flops = 2.0 * (p * shape.rows * shape.cols) as f64;
             let result = GemmResult {
                 shape,
@@ -110,25 +110,4 @@ pub fn run_gemm<B: Backend>(
         repeats: opts.repeats,
         results,
     })
-}
-
-/// Seconds for `n` products back to back, waited for once.
-fn time_gemms<B: Backend>(
-    b: &B,
-    x: &B::Tensor,
-    w: &B::Weight,
-    n: usize,
-) -> Result<f64, BackendError> {
-    let started = Instant::now();
-    let mut last = None;
-    for _ in 0..n {
-        // Outputs are recycled as in a prefill (their values are never read): the timing holds
-        // no buffer allocations.
-        last = Some(b.matmul(x, w)?);
-    }
-    if let Some(y) = &last {
-        b.read_rows(y, 0, 1);
-    }
-    b.status()?;
-    Ok(started.elapsed().as_secs_f64())
 }

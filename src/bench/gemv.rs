@@ -97,8 +97,8 @@ pub fn run_gemv<B: Backend>(
     let big_bytes = weight_bytes + x_bytes(opts.cols);
     let floor_bytes = small_bytes + x_bytes(FLOOR);
     // Warm-up: pipelines, first-touch of the weights.
-    time_gemvs(backend, &x, &big, 1, Waits::EachCall)?;
-    time_gemvs(backend, &x_floor, &small, 1, Waits::EachCall)?;
+    time_products(backend, &x, &big, 1, Waits::EachCall)?;
+    time_products(backend, &x_floor, &small, 1, Waits::EachCall)?;
     Ok(GemvReport {
         backend: name.to_string(),
         ty: opts.ty.name(),
@@ -106,13 +106,17 @@ pub fn run_gemv<B: Backend>(
         cols: opts.cols,
         weight_bytes,
         one_per_call: timing(
-            time_gemvs(backend, &x, &big, n, Waits::EachCall)?,
+            time_products(backend, &x, &big, n, Waits::EachCall)?,
             n,
             big_bytes,
         ),
-        back_to_back: timing(time_gemvs(backend, &x, &big, n, Waits::Once)?, n, big_bytes),
+        back_to_back: timing(
+            time_products(backend, &x, &big, n, Waits::Once)?,
+            n,
+            big_bytes,
+        ),
         floor: timing(
-            time_gemvs(backend, &x_floor, &small, n, Waits::EachCall)?,
+            time_products(backend, &x_floor, &small, n, Waits::EachCall)?,
             n,
             floor_bytes,
         ),
@@ -120,13 +124,13 @@ pub fn run_gemv<B: Backend>(
 }
 
 #[derive(Clone, Copy, PartialEq)]
-enum Waits {
+pub(super) enum Waits {
     EachCall,
     Once,
 }
 
-/// Seconds for `n` GEMVs, reading the result back after each or after the last.
-fn time_gemvs<B: Backend>(
+/// Seconds for `n` products, reading the result back after each or after the last.
+pub(super) fn time_products<B: Backend>(
     b: &B,
     x: &B::Tensor,
     w: &B::Weight,

@@ -320,9 +320,26 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
 trait Microbench {
     type Report: Serialize;
     fn run<B: Backend>(&mut self, backend: &B, name: &str) -> anyhow::Result<Self::Report>;
+    fn render(report: &Self::Report) -> String;
 }
 
+/// Runs `bench` on `kind`, prints its table and writes its JSON to `json` if given.
 fn run_microbench<M: Microbench>(
+    mut bench: M,
+    kind: BackendKind,
+    threads: Option<usize>,
+    gpu: &GpuArgs,
+    json: Option<&Path>,
+) -> anyhow::Result<()> {
+    let report = on_backend(&mut bench, kind, threads, gpu)?;
+    print!("{}", M::render(&report));
+    if let Some(path) = json {
+        write_json(path, &report)?;
+    }
+    Ok(())
+}
+
+fn on_backend<M: Microbench>(
     bench: &mut M,
     kind: BackendKind,
     threads: Option<usize>,
@@ -354,6 +371,10 @@ impl Microbench for GemvOptions {
     fn run<B: Backend>(&mut self, backend: &B, name: &str) -> anyhow::Result<GemvReport> {
         Ok(run_gemv(backend, name, self)?)
     }
+
+    fn render(report: &GemvReport) -> String {
+        render_gemv(report)
+    }
 }
 
 impl Microbench for GemmOptions {
@@ -374,25 +395,25 @@ impl Microbench for GemmOptions {
         progress.done();
         Ok(report)
     }
+
+    fn render(report: &GemmReport) -> String {
+        render_gemm(report)
+    }
 }
 
 fn run_gemv_bench(args: GemvArgs) -> anyhow::Result<()> {
-    let mut opts = GemvOptions {
+    let opts = GemvOptions {
         ty: args.quant,
         rows: args.rows,
         cols: args.cols,
         repeats: args.repeats,
     };
-    let report = run_microbench(&mut opts, args.backend, args.threads, &args.gpu)?;
-    print!("{}", render_gemv(&report));
-    if let Some(path) = &args.json {
-        write_json(path, &report)?;
-    }
-    Ok(())
+    let json = args.json.as_deref();
+    run_microbench(opts, args.backend, args.threads, &args.gpu, json)
 }
 
 fn run_gemm_bench(args: GemmArgs) -> anyhow::Result<()> {
-    let mut opts = GemmOptions {
+    let opts = GemmOptions {
         shapes: if args.shapes.is_empty() {
             GemmShape::qwen36_27b()
         } else {
@@ -401,12 +422,8 @@ fn run_gemm_bench(args: GemmArgs) -> anyhow::Result<()> {
         rows: args.rows,
         repeats: args.repeats,
     };
-    let report = run_microbench(&mut opts, args.backend, args.threads, &args.gpu)?;
-    print!("{}", render_gemm(&report));
-    if let Some(path) = &args.json {
-        write_json(path, &report)?;
-    }
-    Ok(())
+    let json = args.json.as_deref();
+    run_microbench(opts, args.backend, args.threads, &args.gpu, json)
 }
 
 fn run_ttft_bench(args: TtftArgs) -> anyhow::Result<()> {
