@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use qwen35::gguf::GgufFile;
-use qwen35::model::{load_engine, BackendKind, Engine, ModelError};
+use qwen35::model::{load_engine, BackendKind, Engine, ModelError, SkipLayers};
 use qwen35::quant::{self, GgmlType};
 
 /// A deterministic pseudo-random stream (xorshift), so every run builds the same model.
@@ -341,6 +341,27 @@ fn snapshot_restore_replays_bit_identically() {
     assert_eq!(e.position(), 0);
     assert_eq!(e.eval(&PROMPT[..5], false).unwrap(), first);
     assert_eq!(e.snapshot().unwrap(), snap);
+}
+
+/// `bench --skip` takes one kind of layer out (its logits differ, each kind differently) and
+/// puts the layers back in their places: the logits are then bit-identical to the model's.
+#[test]
+fn skipped_layers_change_the_logits_and_come_back_in_place() {
+    let mut e = engine(GgmlType::F32);
+    let prompt = [1, 5, 9, 2, 7];
+    let mut logits = |e: &mut Box<dyn Engine>, skip: SkipLayers| {
+        e.set_skip(skip);
+        e.reset();
+        e.eval(&prompt, false).unwrap()
+    };
+    let full = logits(&mut e, SkipLayers::None);
+    let no_delta_net = logits(&mut e, SkipLayers::DeltaNet);
+    let no_attention = logits(&mut e, SkipLayers::Attention);
+    assert!(rel_diff(&full, &no_delta_net) > 1e-3);
+    assert!(rel_diff(&full, &no_attention) > 1e-3);
+    assert!(rel_diff(&no_delta_net, &no_attention) > 1e-3);
+    assert_eq!(logits(&mut e, SkipLayers::DeltaNet), no_delta_net);
+    assert_eq!(logits(&mut e, SkipLayers::None), full);
 }
 
 #[test]

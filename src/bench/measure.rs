@@ -14,7 +14,7 @@ use crate::backend::gpu::GpuOptions;
 use crate::backend::{BackendOptions, BackendStats, OpTiming};
 use crate::generate::{generate, Limits, StopReason};
 use crate::gguf::GgufFile;
-use crate::model::forward::SkipLayers;
+use crate::model::SkipLayers;
 use crate::model::{load_engine_with, BackendKind, Engine, ModelError};
 use crate::sample::{argmax, Sampler, SamplerConfig};
 use crate::tokenizer::Tokenizer;

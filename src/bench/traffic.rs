@@ -6,7 +6,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::gguf::GgufFile;
-use crate::model::forward::SkipLayers;
+use crate::model::SkipLayers;
 use crate::model::{Config, LayerKind};
 
 /// Bytes of weights one decode token reads: every tensor of the layers that run, the output

@@ -14,7 +14,7 @@ use qwen35::bench::{
     GemmReport, GemmShape, GemvOptions, GemvReport, Peak, PeakSource, Report, TtftOptions,
 };
 use qwen35::gguf::GgufFile;
-use qwen35::model::forward::SkipLayers;
+use qwen35::model::SkipLayers;
 use qwen35::model::{load_engine, BackendKind, Config};
 use qwen35::quant::GgmlType;
 use qwen35::synth::{write_synthetic, Preset, Quant, SynthOptions};

@@ -3,9 +3,11 @@
 use std::sync::Arc;
 
 use super::config::Config;
-use super::forward::{forward, SkipLayers, Tokens};
+use super::forward::{forward, Tokens};
+use super::state::LayerState;
 use super::state::{Snapshot, State};
 use super::weights::Weights;
+use super::weights::{Layer, Mixer};
 use super::ModelError;
 use crate::backend::cpu::{CpuBackend, CpuMode};
 use crate::backend::gpu::{GpuError, Wgpu};
@@ -56,6 +58,26 @@ pub trait Engine: Send {
     /// Leaves out the bodies of one kind of layer from now on (benchmarking only: the logits
     /// are wrong unless `skip` is `SkipLayers::None`).
     fn set_skip(&mut self, skip: SkipLayers);
+}
+
+/// Layers whose bodies are not run, for timing the rest (`qwen35 bench --skip`); anything but
+/// `None` gives wrong logits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SkipLayers {
+    #[default]
+    None,
+    DeltaNet,
+    Attention,
+}
+
+impl SkipLayers {
+    fn skips<B: Backend>(self, mixer: &Mixer<B>) -> bool {
+        matches!(
+            (self, mixer),
+            (SkipLayers::DeltaNet, Mixer::DeltaNet(_))
+                | (SkipLayers::Attention, Mixer::Attention(_))
+        )
+    }
 }
 
 /// How [`Engine::decode`] chooses each token.
@@ -192,7 +214,9 @@ pub struct Session<B: Backend> {
     config: Config,
     weights: Weights<B>,
     state: State<B>,
-    skip: SkipLayers,
+    /// The layers [`Engine::set_skip`] took out of the model, with their states, each with its
+    /// index, in order.
+    parked: Vec<(usize, Layer<B>, LayerState<B>)>,
     /// With profiling on, the logits readbacks, timed apart from the forward they wait for.
     readback: Option<OpTiming>,
 }
@@ -222,7 +246,7 @@ impl<B: Backend> Session<B> {
             config,
             weights,
             state,
-            skip: SkipLayers::None,
+            parked: Vec::new(),
             readback: None,
         })
     }
@@ -262,10 +286,9 @@ impl<B: Backend> Session<B> {
             config,
             weights,
             state,
-            skip,
             ..
         } = self;
-        backend.run(|| forward(backend, config, weights, state, tokens, all, *skip))
+        backend.run(|| forward(backend, config, weights, state, tokens, all))
     }
 }
 
@@ -283,8 +306,21 @@ impl<B: Backend> Engine for Session<B> {
         stats
     }
 
+    /// The forward runs the layers it is given, so skipped layers are taken out of the weights
+    /// and the state (with their states) until the next call puts them back.
     fn set_skip(&mut self, skip: SkipLayers) {
-        self.skip = skip;
+        for (i, layer, state) in self.parked.drain(..) {
+            self.weights.layers.insert(i, layer);
+            self.state.layers.insert(i, state);
+        }
+        for i in (0..self.weights.layers.len()).rev() {
+            if skip.skips(&self.weights.layers[i].mixer) {
+                let layer = self.weights.layers.remove(i);
+                let state = self.state.layers.remove(i);
+                self.parked.push((i, layer, state));
+            }
+        }
+        self.parked.reverse();
     }
 
     fn config(&self) -> &Config {

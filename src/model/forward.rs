@@ -10,26 +10,6 @@ use crate::backend::{
     GatedDeltaRule, KvCache, Qkv, RopeShape,
 };
 
-/// Layers whose bodies are not run, for timing the rest (`qwen35 bench --skip`); anything but
-/// `None` gives wrong logits.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SkipLayers {
-    #[default]
-    None,
-    DeltaNet,
-    Attention,
-}
-
-impl SkipLayers {
-    fn skips<B: Backend>(self, mixer: &Mixer<B>) -> bool {
-        matches!(
-            (self, mixer),
-            (SkipLayers::DeltaNet, Mixer::DeltaNet(_))
-                | (SkipLayers::Attention, Mixer::Attention(_))
-        )
-    }
-}
-
 /// The tokens a forward consumes: ids from the host, or ids already on the backend (one per row,
 /// exact f32 values, as `Backend::argmax` leaves them).
 #[derive(Clone, Copy)]
@@ -47,7 +27,6 @@ pub fn forward<B: Backend>(
     state: &mut State<B>,
     tokens: Tokens<'_, B::Tensor>,
     all_logits: bool,
-    skip: SkipLayers,
 ) -> Result<B::Tensor, ModelError> {
     let pos0 = state.position;
     let eps = cfg.rms_eps;
@@ -59,9 +38,6 @@ pub fn forward<B: Backend>(
     };
     let n = b.dims(&h).0;
     for (i, (layer, layer_state)) in w.layers.iter().zip(&mut state.layers).enumerate() {
-        if skip.skips(&layer.mixer) {
-            continue;
-        }
         // Token mixing on the normed stream u = rms_norm(h) ⊙ attn_norm, its output projection
         // added back to the residual.
         let u = Normed {

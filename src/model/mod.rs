@@ -9,7 +9,7 @@ pub mod weights;
 
 pub use crate::backend::BackendKind;
 pub use config::{Config, LayerKind};
-pub use engine::{load_engine, load_engine_with, Engine, Session, TokenChoice};
+pub use engine::{load_engine, load_engine_with, Engine, Session, SkipLayers, TokenChoice};
 pub use state::Snapshot;
 
 use crate::backend::BackendError;
