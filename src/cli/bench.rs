@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use qwen35::backend::cpu::{CpuBackend, CpuMode};
 use qwen35::backend::gpu::Wgpu;
-use qwen35::backend::metal::Metal;
+use qwen35::backend::metal;
 use qwen35::bench::{
     bench_backend, probe_read_gbps, render_gemv, render_svg, render_table, run_gemv,
     time_to_first_token, weight_bytes_per_token, BenchEvent, BenchOptions, GemvOptions, Peak,
@@ -314,10 +314,10 @@ fn run_gemv_bench(args: GemvArgs) -> anyhow::Result<()> {
             )?
         }
         BackendKind::Metal => {
-            let metal = Metal::with_options(&args.gpu.options())?;
+            let gpu = metal::open(&args.gpu.options())?;
             run_gemv(
-                &metal,
-                &format!("metal ({})", metal.adapter_description()),
+                &gpu,
+                &format!("metal ({})", gpu.adapter_description()),
                 &opts,
             )?
         }
