@@ -6,7 +6,9 @@ mod decode_check;
 
 use std::sync::Arc;
 
-use qwen35::backend::metal::{Metal, MetalError, MslKernel};
+use qwen35::backend::gpu::msl_kernels::MslKernel;
+use qwen35::backend::gpu::GpuOptions;
+use qwen35::backend::metal::{self, MetalError};
 use qwen35::gguf::GgufFile;
 use qwen35::model::{load_engine, BackendKind, ModelError};
 
@@ -52,7 +54,7 @@ fn metal_matches_cpu_on_every_fixture() {
 #[test]
 #[cfg_attr(target_os = "macos", ignore = "a Mac has a Metal adapter")]
 fn metal_elsewhere_is_a_clear_error() {
-    match Metal::new() {
+    match metal::open(&GpuOptions::default()) {
         Err(MetalError::NoMetalAdapter { found }) => assert!(!found.is_empty()),
         Err(other) => panic!("expected NoMetalAdapter, got {other}"),
         Ok(_) => panic!("a Metal adapter on {}", std::env::consts::OS),

@@ -1,8 +1,9 @@
 //! The whole decode step of the shared forward (src/model/forward.rs) with every op an MSL
-//! kernel, executed by the MSL simulator, against the CPU backend on every bundled fixture:
-//! cosine ≥ 0.9999 and the same top-1 at every position, and the same 32 greedy tokens, also
-//! when Engine::decode_greedy keeps the token ids on the device. A decode step takes no more
-//! dispatches than the wgpu backend's (lavapipe here; skipped without an adapter unless
+//! kernel, through the GPU backend as `--backend metal` runs it, each MSL kernel executed by the
+//! MSL simulator on the backend's buffers (msl_sim/launcher.rs), against the CPU backend on every
+//! bundled fixture: cosine ≥ 0.9999 and the same top-1 at every position, and the same 32 greedy
+//! tokens, also when Engine::decode_greedy keeps the token ids on the device. A decode step takes
+//! no more dispatches than the WGSL kernels' (lavapipe here; skipped without an adapter unless
 //! QWEN35_REQUIRE_GPU=1).
 
 // The simulator's fiber switch is written for x86-64 and its loader for Linux.
@@ -11,40 +12,53 @@
 mod decode_check;
 mod msl_sim;
 
-use std::io::Write;
+use std::sync::Arc;
 
-use msl_sim::backend::{sim_metal, SimMetal};
+use msl_sim::launcher::{sim_gpu, SimLauncher};
 use msl_sim::Order;
 use qwen35::backend::gpu::Wgpu;
-use qwen35::backend::{Backend, BackendError};
+use qwen35::backend::BackendError;
 use qwen35::model::{Config, Engine, ModelError, Session};
 
 const GREEDY: usize = 32;
 const MIN_COSINE: f64 = 0.9999;
 
+/// The fixture on the GPU backend with the simulated MSL kernels, and their launcher; None
+/// without an adapter.
 fn simulated_engine(
     fixture: &decode_check::Fixture,
     order: Order,
     max_part_rows: usize,
-) -> Session<SimMetal> {
+) -> Option<(Session<Wgpu>, Arc<SimLauncher>)> {
     let config = Config::from_gguf(&fixture.file).expect("config");
-    let backend = sim_metal(order, max_part_rows);
-    Session::new(backend, &fixture.file, config, 256).expect("load")
+    let (gpu, launcher) = sim_gpu(order, max_part_rows)?;
+    let engine = Session::new(gpu, &fixture.file, config, 256).expect("load");
+    Some((engine, launcher))
+}
+
+/// Dispatches since the last call: those the backend recorded (WGSL; MSL on a Mac) and those
+/// the simulator ran.
+fn take_dispatches(engine: &mut Session<Wgpu>, launcher: Option<&SimLauncher>) -> u64 {
+    engine.take_stats().dispatches + launcher.map_or(0, |l| l.device.take_dispatches())
 }
 
 /// Dispatches of two greedy decode steps (each: embed of the id left on the device, the forward,
 /// argmax) after the prompt.
-fn greedy_step_dispatches<B: Backend>(engine: &mut Session<B>, prompt: &[u32]) -> u64 {
+fn greedy_step_dispatches(
+    engine: &mut Session<Wgpu>,
+    launcher: Option<&SimLauncher>,
+    prompt: &[u32],
+) -> u64 {
     engine.reset();
     let (last, earlier) = prompt.split_last().expect("a prompt");
     for &token in earlier {
         engine.eval(&[token], false).expect("eval");
     }
-    engine.take_stats();
+    take_dispatches(engine, launcher);
     engine
         .decode_greedy(*last, 2, &mut |_| true)
         .expect("decode");
-    engine.take_stats().dispatches / 2
+    take_dispatches(engine, launcher) / 2
 }
 
 #[test]
@@ -62,11 +76,16 @@ fn msl_decode_matches_cpu_on_every_fixture() {
             "q8_0" => (Order::Reverse, 100),
             _ => (Order::Forward, 300),
         };
-        let mut engine = simulated_engine(fixture, order, max_part_rows);
+        let Some((mut engine, launcher)) = simulated_engine(fixture, order, max_part_rows) else {
+            return;
+        };
         let vocab = engine.config().vocab;
+        launcher.device.take_dispatches();
         let ours = decode_check::run(&mut engine, &fixture.prompt, GREEDY, true);
         let steps = (fixture.prompt.len() + GREEDY - 1) as u64;
-        let dispatches = engine.take_stats().dispatches;
+        let wgsl = engine.take_stats().dispatches;
+        assert_eq!(wgsl, 0, "{}: WGSL dispatches in a decode", fixture.variant);
+        let dispatches = launcher.device.take_dispatches();
         eprintln!(
             "{}: {} MSL dispatches per decode step ({order:?} order, weights in parts of {} rows)",
             fixture.variant,
@@ -101,34 +120,17 @@ fn msl_decode_matches_cpu_on_every_fixture() {
 
 #[test]
 fn msl_decode_step_takes_no_more_dispatches_than_wgpu() {
-    let wgpu_available = match Wgpu::new() {
-        Ok(gpu) => Some(gpu),
-        Err(e) if std::env::var("QWEN35_REQUIRE_GPU").as_deref() == Ok("1") => {
-            panic!("QWEN35_REQUIRE_GPU=1 but no GPU: {e}")
-        }
-        Err(e) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "NOTICE: skipping the wgpu comparison: {e}"
-            );
-            None
-        }
-    };
-    let Some(first_gpu) = wgpu_available else {
-        return;
-    };
-    let mut gpus = Some(first_gpu);
     for fixture in &decode_check::fixtures() {
-        let gpu = match gpus.take() {
-            Some(gpu) => gpu,
-            None => Wgpu::new().expect("the adapter opened once already"),
-        };
-        let config = Config::from_gguf(&fixture.file).expect("config");
-        let mut wgpu = Session::new(gpu, &fixture.file, config, 256).expect("load on wgpu");
-        let wgpu_dispatches = greedy_step_dispatches(&mut wgpu, &fixture.prompt);
         // Whole weights, as wgpu binds these small ones.
-        let mut metal = simulated_engine(fixture, Order::Forward, usize::MAX);
-        let metal_dispatches = greedy_step_dispatches(&mut metal, &fixture.prompt);
+        let Some((mut metal, launcher)) = simulated_engine(fixture, Order::Forward, usize::MAX)
+        else {
+            return;
+        };
+        let metal_dispatches = greedy_step_dispatches(&mut metal, Some(&launcher), &fixture.prompt);
+        let config = Config::from_gguf(&fixture.file).expect("config");
+        let gpu = Wgpu::new().expect("the adapter opened once already");
+        let mut wgpu = Session::new(gpu, &fixture.file, config, 256).expect("load on wgpu");
+        let wgpu_dispatches = greedy_step_dispatches(&mut wgpu, None, &fixture.prompt);
         eprintln!(
             "{}: {metal_dispatches} MSL dispatches per greedy decode step, {wgpu_dispatches} wgpu",
             fixture.variant
@@ -152,23 +154,26 @@ fn assert_device_error(result: Result<impl std::fmt::Debug, ModelError>, cause: 
     }
 }
 
-/// Faults planted in the simulated device surface through the Metal backend's glue as the
-/// device's typed error: a lost device fails the next token, a failed readback fails eval and
-/// greedy decoding instead of handing back no logits.
+/// Faults on the simulated Metal path surface through the one GPU backend as the device's typed
+/// error: a lost device fails the next token, a failed readback of an MSL kernel's buffers fails
+/// eval and greedy decoding (and every later op) instead of handing back stale logits.
 #[test]
 fn faults_of_the_simulated_metal_device_are_typed_errors() {
     let fixture = &decode_check::fixtures()[0];
     let prompt = &fixture.prompt;
-    let plants: [(&str, fn(&SimMetal)); 2] = [
-        ("lost", |metal| metal.device().memory.lose_device()),
-        ("readback", |metal| metal.device().memory.fail_readbacks()),
+    let plants: [(&str, fn(&Wgpu, &SimLauncher)); 2] = [
+        ("lost", |gpu, _| gpu.device().destroy()),
+        ("reading back", |_, launcher| launcher.fail_readbacks()),
     ];
     for (cause, plant) in plants {
-        let mut engine = simulated_engine(fixture, Order::Forward, usize::MAX);
+        let Some((mut engine, launcher)) = simulated_engine(fixture, Order::Forward, usize::MAX)
+        else {
+            return;
+        };
         engine
             .eval(&prompt[..1], false)
             .expect("a healthy device evaluates");
-        plant(engine.backend());
+        plant(engine.backend(), &launcher);
         assert_device_error(engine.eval(&prompt[1..2], false), cause);
         assert_device_error(engine.decode_greedy(prompt[2], 4, &mut |_| true), cause);
         assert!(engine.snapshot().is_err(), "{cause}");

@@ -1,5 +1,5 @@
-//! Every MSL kernel, executed by the MSL simulator through the Metal backend's own op code
-//! (qwen35::backend::metal::ops), against the CPU reference on random inputs at awkward sizes:
+//! Every MSL kernel, executed by the MSL simulator through the GPU backend's own MSL launch code
+//! (qwen35::backend::gpu::msl_ops), against the CPU reference on random inputs at awkward sizes:
 //! in both fixed thread orders and in RANDOM_SCHEDULES seeded random interleavings (switching
 //! threads at memory accesses too; MSL_SIM_SCHEDULES=n runs n instead), with divergent
 //! SIMD-group calls and barriers failing the dispatch and threadgroup memory held to 32 KiB (see
@@ -14,7 +14,8 @@ use half::f16;
 use msl_sim::device::{SimDevice, SimTensor};
 use msl_sim::Order;
 use qwen35::backend::cpu::{CpuBackend, CpuTensor};
-use qwen35::backend::metal::{ops, MslFormat};
+use qwen35::backend::gpu::msl_kernels::MslFormat;
+use qwen35::backend::gpu::msl_ops as ops;
 use qwen35::backend::{
     AttentionShape, Backend, ConvQkvNorm, DeltaNetShape, DeltaRule, GatedAttention, GatedDeltaRule,
     KvCache, Qkv, RopeShape,

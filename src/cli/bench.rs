@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use qwen35::backend::cpu::{CpuBackend, CpuMode};
 use qwen35::backend::gpu::Wgpu;
-use qwen35::backend::metal::Metal;
+use qwen35::backend::metal;
 use qwen35::backend::Backend;
 use qwen35::bench::{
     bench_backend, probe_read_gbps, render_gemm, render_gemv, render_svg, render_table, run_gemm,
@@ -360,7 +360,7 @@ fn on_backend<M: Microbench>(
             bench.run(&gpu, &format!("wgpu ({})", gpu.adapter_description()))
         }
         BackendKind::Metal => {
-            let metal = Metal::with_options(&gpu.options())?;
+            let metal = metal::open(&gpu.options())?;
             bench.run(&metal, &format!("metal ({})", metal.adapter_description()))
         }
     }

@@ -11,7 +11,7 @@ use super::weights::{Layer, Mixer};
 use super::ModelError;
 use crate::backend::cpu::{CpuBackend, CpuMode};
 use crate::backend::gpu::{GpuError, Wgpu};
-use crate::backend::metal::{Metal, MetalError};
+use crate::backend::metal::{self, MetalError};
 use crate::backend::{Backend, BackendKind, BackendOptions, BackendStats, OpTiming};
 use crate::gguf::GgufFile;
 use crate::sample::Sampler;
@@ -191,11 +191,11 @@ pub fn load_engine_with(
             Ok(Box::new(Session::new(gpu, &file, config, ctx)?))
         }
         BackendKind::Metal => {
-            let metal = Metal::with_options(&options.gpu).map_err(|e| match e {
+            let gpu = metal::open(&options.gpu).map_err(|e| match e {
                 MetalError::NoMetalAdapter { .. } => unavailable(e.to_string()),
                 _ => failed(e.to_string()),
             })?;
-            Ok(Box::new(Session::new(metal, &file, config, ctx)?))
+            Ok(Box::new(Session::new(gpu, &file, config, ctx)?))
         }
     }
 }

@@ -1,15 +1,15 @@
 //! The MSL simulator as an [`MslDevice`]: tensors and weights in host memory, every dispatch of
-//! qwen35's Metal op code run by the simulator with the launch it computed. A dispatch whose
+//! qwen35's MSL launch code run by the simulator with the launch it computed. A dispatch whose
 //! SIMD-group calls or barriers diverge, or whose threadgroup memory exceeds 32 KiB, fails.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use qwen35::backend::metal::{Dispatch, MslDevice, MslKernel, WeightLayout, WeightPart};
+use qwen35::backend::gpu::msl_kernels::MslKernel;
+use qwen35::backend::gpu::msl_ops::{Dispatch, MslDevice, WeightLayout, WeightPart};
 use qwen35::backend::BackendError;
 use qwen35::quant::{row_bytes, GgmlType};
 
-use super::backend::SimMemory;
 use super::{Counts, DeviceBuffer, Order, Program};
 
 pub struct SimTensor {
@@ -81,7 +81,6 @@ pub struct SimDevice {
     pub order: Order,
     stats: Mutex<SimStats>,
     programs: Mutex<HashMap<MslKernel, Arc<Program>>>,
-    pub memory: SimMemory,
 }
 
 fn sim_error(kernel: MslKernel, detail: String) -> BackendError {
@@ -93,16 +92,10 @@ fn sim_error(kernel: MslKernel, detail: String) -> BackendError {
 
 impl SimDevice {
     pub fn new(order: Order) -> SimDevice {
-        SimDevice::with_weight_parts(order, usize::MAX)
-    }
-
-    /// A device whose uploaded weights are split into parts of at most `max_part_rows` rows.
-    pub fn with_weight_parts(order: Order, max_part_rows: usize) -> SimDevice {
         SimDevice {
             order,
             stats: Mutex::default(),
             programs: Mutex::default(),
-            memory: SimMemory::new(max_part_rows),
         }
     }
 
@@ -158,11 +151,6 @@ impl SimDevice {
     fn record(&self, kernel: MslKernel, counts: &Counts) {
         let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
         stats.dispatches += 1;
-        *self
-            .memory
-            .dispatches
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) += 1;
         stats.simd_calls += counts.simd_calls;
         stats.barriers += counts.barriers;
         stats.max_threadgroup_bytes = stats.max_threadgroup_bytes.max(counts.threadgroup_bytes);
@@ -174,11 +162,6 @@ impl MslDevice for SimDevice {
     type Tensor = SimTensor;
     type Weight = SimWeight;
     type Buffer = DeviceBuffer;
-    type Base = SimMemory;
-
-    fn base(&self) -> &SimMemory {
-        &self.memory
-    }
 
     fn dims(&self, x: &SimTensor) -> (usize, usize) {
         (x.rows, x.cols)
@@ -213,7 +196,6 @@ impl MslDevice for SimDevice {
     }
 
     fn dispatch(&self, d: &Dispatch<'_, DeviceBuffer>) -> Result<(), BackendError> {
-        self.memory.check_dispatch()?;
         let program = self.program(d.kernel)?;
         let params = DeviceBuffer::from_u32(d.params);
         let mut buffers = vec![&params];

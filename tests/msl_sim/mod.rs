@@ -18,8 +18,8 @@
 
 #![allow(dead_code)]
 
-pub mod backend;
 pub mod device;
+pub mod launcher;
 pub mod rewrite;
 
 use std::collections::HashMap;

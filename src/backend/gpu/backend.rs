@@ -1,13 +1,16 @@
-//! [`Backend`] for [`Wgpu`]: the trait's ops over the inherent ones, errors mapped to
-//! [`BackendError`].
+//! [`Backend`] for [`Wgpu`]: each op goes to its MSL kernel where an MSL kernel set is
+//! installed and has one for the op's shape (one token: decode), else to the WGSL kernels;
+//! both record into the same pass on the same buffers, and their errors map to
+//! [`BackendError`] alike.
 
 use std::sync::Arc;
 
+use super::msl_kernels::MslFormat;
+use super::msl_ops::{self, Dispatch, MslDevice, MslLauncher, WeightLayout, WeightPart};
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
-use crate::backend::sample_on_host;
 use crate::backend::{
-    AttentionShape, Backend, BackendError, BackendStats, ConvQkvNorm, DeltaRule, GatedAttention,
-    GatedDeltaRule, KvCache, PendingRead, Qkv,
+    rms_norm_matmul_each, sample_on_host, AttentionShape, Backend, BackendError, BackendStats,
+    ConvQkvNorm, DeltaRule, GatedAttention, GatedDeltaRule, KvCache, PendingRead, Qkv,
 };
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::sample::Draw;
@@ -27,13 +30,95 @@ impl GpuError {
 }
 
 impl Wgpu {
-    /// For the trait's infallible ops: remembers `error` so that every later op and readback
-    /// fails with it.
-    fn poison(&self, error: GpuError) {
+    /// For the trait's infallible ops, and kernels that failed on the device: remembers `error`
+    /// so that every later op and readback fails with it.
+    fn poison(&self, error: &GpuError) {
         log::error!("wgpu: {error}");
         if let Ok(mut first) = self.device_error.lock() {
             first.get_or_insert_with(|| error.to_string());
         }
+    }
+
+    /// The MSL kernel set, where one is installed and `has_kernel` (the op's shape has one).
+    fn msl_if(&self, has_kernel: bool) -> Option<MslOn<'_>> {
+        let launcher = self.msl.as_deref().filter(|_| has_kernel)?;
+        Some(MslOn {
+            gpu: self,
+            launcher,
+        })
+    }
+
+    /// [`Wgpu::msl_if`] for an op on `x`: the MSL kernels take one row (a decode step).
+    fn msl_row(&self, x: &GpuTensor) -> Option<MslOn<'_>> {
+        self.msl_if(x.rows == 1)
+    }
+
+    /// [`Wgpu::msl_row`] for a projection of `x` by `ws`, whose formats need MSL GEMVs.
+    fn msl_gemv(&self, x: &GpuTensor, ws: &[&GpuWeight]) -> Option<MslOn<'_>> {
+        let gemv = |w: &&GpuWeight| MslFormat::from_ggml(w.format.ggml_type()).is_some();
+        self.msl_if(x.rows == 1 && ws.iter().all(gemv))
+    }
+}
+
+/// The GPU as the MSL launch code sees it: the backend's tensors and weights, each kernel
+/// launched by its [`MslLauncher`].
+struct MslOn<'a> {
+    gpu: &'a Wgpu,
+    launcher: &'a dyn MslLauncher,
+}
+
+impl MslDevice for MslOn<'_> {
+    type Tensor = GpuTensor;
+    type Weight = GpuWeight;
+    type Buffer = wgpu::Buffer;
+
+    fn dims(&self, x: &GpuTensor) -> (usize, usize) {
+        x.dims()
+    }
+
+    fn buffer<'a>(&self, x: &'a GpuTensor) -> &'a wgpu::Buffer {
+        &x.buffer
+    }
+
+    fn weight<'a>(&self, w: &'a GpuWeight) -> WeightLayout<'a, wgpu::Buffer> {
+        WeightLayout {
+            name: &w.name,
+            ty: w.format.ggml_type(),
+            rows: w.rows,
+            cols: w.cols,
+            row_bytes: w.row_bytes,
+            parts: w
+                .parts
+                .iter()
+                .map(|p| WeightPart {
+                    first_row: p.first_row,
+                    rows: p.rows,
+                    buffer: &p.buffer,
+                })
+                .collect(),
+        }
+    }
+
+    fn output(&self, rows: usize, cols: usize) -> Result<GpuTensor, BackendError> {
+        self.gpu
+            .output(rows, cols)
+            .map_err(|e| e.into_backend("output"))
+    }
+
+    /// A kernel that failed on the device (lost, or its buffers not read back) leaves its
+    /// outputs unknown, so it poisons the backend as a failed readback does.
+    fn dispatch(&self, d: &Dispatch<'_, wgpu::Buffer>) -> Result<(), BackendError> {
+        let op = d.kernel.entry();
+        let launched = self
+            .gpu
+            .check_device()
+            .and_then(|()| self.launcher.launch(self.gpu, d));
+        launched.map_err(|e| {
+            if matches!(e, GpuError::Device(_) | GpuError::Readback(_)) {
+                self.gpu.poison(&e);
+            }
+            e.into_backend(op)
+        })
     }
 }
 
@@ -67,7 +152,7 @@ impl Backend for Wgpu {
     /// the next op or readback reports it.
     fn zeros(&self, rows: usize, cols: usize) -> GpuTensor {
         Wgpu::zeros(self, rows, cols).unwrap_or_else(|e| {
-            self.poison(e);
+            self.poison(&e);
             self.placeholder(rows, cols)
         })
     }
@@ -79,7 +164,7 @@ impl Backend for Wgpu {
     /// A failed readback poisons the backend and yields no values.
     fn read_rows(&self, x: &GpuTensor, start: usize, count: usize) -> Vec<f32> {
         Wgpu::read_rows(self, x, start, count).unwrap_or_else(|e| {
-            self.poison(e);
+            self.poison(&e);
             Vec::new()
         })
     }
@@ -106,21 +191,14 @@ impl Backend for Wgpu {
                 }
             }),
             Err(e) => {
-                self.poison(e);
+                self.poison(&e);
                 PendingRead::ready(Vec::new())
             }
         }
     }
 
-    fn embed_ids(&self, table: &GpuWeight, ids: &GpuTensor) -> Result<GpuTensor, BackendError> {
-        Wgpu::embed_ids(self, table, ids).map_err(|e| e.into_backend("embed_ids"))
-    }
-
-    fn argmax(&self, x: &GpuTensor) -> Result<GpuTensor, BackendError> {
-        Wgpu::argmax(self, x).map_err(|e| e.into_backend("argmax"))
-    }
-
-    /// On the GPU where [`Wgpu::samples_on_gpu`], else on the host (a full-vocabulary draw).
+    /// On the GPU where [`Wgpu::samples_on_gpu`] (WGSL: MSL has no sampling kernels), else on
+    /// the host (a full-vocabulary draw).
     fn sample(
         &self,
         logits: &mut GpuTensor,
@@ -145,11 +223,31 @@ impl Backend for Wgpu {
     }
 
     fn embed(&self, table: &GpuWeight, tokens: &[u32]) -> Result<GpuTensor, BackendError> {
-        Wgpu::embed(self, table, tokens).map_err(|e| e.into_backend("embed"))
+        match self.msl_if(tokens.len() == 1 && table.cols.is_multiple_of(32)) {
+            Some(msl) => msl_ops::embed(&msl, table, tokens),
+            None => Wgpu::embed(self, table, tokens).map_err(|e| e.into_backend("embed")),
+        }
+    }
+
+    fn embed_ids(&self, table: &GpuWeight, ids: &GpuTensor) -> Result<GpuTensor, BackendError> {
+        match self.msl_if(ids.rows == 1 && table.cols.is_multiple_of(32)) {
+            Some(msl) => msl_ops::embed_ids(&msl, table, ids),
+            None => Wgpu::embed_ids(self, table, ids).map_err(|e| e.into_backend("embed_ids")),
+        }
+    }
+
+    fn argmax(&self, x: &GpuTensor) -> Result<GpuTensor, BackendError> {
+        match self.msl_row(x) {
+            Some(msl) => msl_ops::argmax(&msl, x),
+            None => Wgpu::argmax(self, x).map_err(|e| e.into_backend("argmax")),
+        }
     }
 
     fn matmul(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, BackendError> {
-        Wgpu::matmul(self, x, w).map_err(|e| e.into_backend("matmul"))
+        match self.msl_gemv(x, &[w]) {
+            Some(msl) => msl_ops::matmul(&msl, x, w),
+            None => Wgpu::matmul(self, x, w).map_err(|e| e.into_backend("matmul")),
+        }
     }
 
     fn rms_norm_matmul(
@@ -159,9 +257,14 @@ impl Backend for Wgpu {
         eps: f32,
         w: &GpuWeight,
     ) -> Result<GpuTensor, BackendError> {
-        Wgpu::rms_norm_matmul(self, x, norm, eps, w).map_err(|e| e.into_backend("rms_norm_matmul"))
+        match self.msl_gemv(x, &[w]) {
+            Some(msl) => msl_ops::rms_norm_matmul(&msl, x, norm, eps, w),
+            None => Wgpu::rms_norm_matmul(self, x, norm, eps, w)
+                .map_err(|e| e.into_backend("rms_norm_matmul")),
+        }
     }
 
+    /// MSL: one normed GEMV per weight (each norms x in its own loads).
     fn rms_norm_matmuls<const N: usize>(
         &self,
         x: &GpuTensor,
@@ -169,6 +272,9 @@ impl Backend for Wgpu {
         eps: f32,
         ws: [&GpuWeight; N],
     ) -> Result<[GpuTensor; N], BackendError> {
+        if self.msl_gemv(x, &ws).is_some() {
+            return rms_norm_matmul_each(self, x, norm, eps, ws);
+        }
         Wgpu::rms_norm_matmuls(self, x, norm, eps, &ws)
             .map(crate::backend::one_per_weight)
             .map_err(|e| e.into_backend("rms_norm_matmuls"))
@@ -180,7 +286,10 @@ impl Backend for Wgpu {
         w: &GpuWeight,
         acc: &mut GpuTensor,
     ) -> Result<(), BackendError> {
-        Wgpu::matmul_add(self, x, w, acc).map_err(|e| e.into_backend("matmul_add"))
+        match self.msl_gemv(x, &[w]) {
+            Some(msl) => msl_ops::matmul_add(&msl, x, w, acc),
+            None => Wgpu::matmul_add(self, x, w, acc).map_err(|e| e.into_backend("matmul_add")),
+        }
     }
 
     fn swiglu_matmul_add(
@@ -190,12 +299,18 @@ impl Backend for Wgpu {
         w: &GpuWeight,
         acc: &mut GpuTensor,
     ) -> Result<(), BackendError> {
-        Wgpu::swiglu_matmul_add(self, gate, up, w, acc)
-            .map_err(|e| e.into_backend("swiglu_matmul_add"))
+        match self.msl_gemv(gate, &[w]) {
+            Some(msl) => msl_ops::swiglu_matmul_add(&msl, gate, up, w, acc),
+            None => Wgpu::swiglu_matmul_add(self, gate, up, w, acc)
+                .map_err(|e| e.into_backend("swiglu_matmul_add")),
+        }
     }
 
     fn rows(&self, x: &GpuTensor, start: usize, count: usize) -> Result<GpuTensor, BackendError> {
-        Wgpu::rows(self, x, start, count).map_err(|e| e.into_backend("rows"))
+        match self.msl_if(count == 1) {
+            Some(msl) => msl_ops::rows(&msl, x, start, count),
+            None => Wgpu::rows(self, x, start, count).map_err(|e| e.into_backend("rows")),
+        }
     }
 
     fn slice_cols(
@@ -205,11 +320,18 @@ impl Backend for Wgpu {
         offset: usize,
         width: usize,
     ) -> Result<GpuTensor, BackendError> {
-        Wgpu::slice_cols(self, x, group, offset, width).map_err(|e| e.into_backend("slice_cols"))
+        match self.msl_row(x) {
+            Some(msl) => msl_ops::slice_cols(&msl, x, group, offset, width),
+            None => Wgpu::slice_cols(self, x, group, offset, width)
+                .map_err(|e| e.into_backend("slice_cols")),
+        }
     }
 
     fn rms_norm(&self, x: &GpuTensor, w: &GpuTensor, eps: f32) -> Result<GpuTensor, BackendError> {
-        Wgpu::rms_norm(self, x, w, eps).map_err(|e| e.into_backend("rms_norm"))
+        match self.msl_row(x) {
+            Some(msl) => msl_ops::rms_norm(&msl, x, w, eps),
+            None => Wgpu::rms_norm(self, x, w, eps).map_err(|e| e.into_backend("rms_norm")),
+        }
     }
 
     fn l2_norm(
@@ -219,19 +341,33 @@ impl Backend for Wgpu {
         scale: f32,
         eps: f32,
     ) -> Result<GpuTensor, BackendError> {
-        Wgpu::l2_norm(self, x, group, scale, eps).map_err(|e| e.into_backend("l2_norm"))
+        match self.msl_row(x) {
+            Some(msl) => msl_ops::l2_norm(&msl, x, group, scale, eps),
+            None => {
+                Wgpu::l2_norm(self, x, group, scale, eps).map_err(|e| e.into_backend("l2_norm"))
+            }
+        }
     }
 
     fn add(&self, x: &mut GpuTensor, y: &GpuTensor) -> Result<(), BackendError> {
-        Wgpu::add(self, x, y).map_err(|e| e.into_backend("add"))
+        match self.msl_row(x) {
+            Some(msl) => msl_ops::add(&msl, x, y),
+            None => Wgpu::add(self, x, y).map_err(|e| e.into_backend("add")),
+        }
     }
 
     fn swiglu(&self, gate: &GpuTensor, up: &GpuTensor) -> Result<GpuTensor, BackendError> {
-        Wgpu::swiglu(self, gate, up).map_err(|e| e.into_backend("swiglu"))
+        match self.msl_row(gate) {
+            Some(msl) => msl_ops::swiglu(&msl, gate, up),
+            None => Wgpu::swiglu(self, gate, up).map_err(|e| e.into_backend("swiglu")),
+        }
     }
 
     fn sigmoid_mul(&self, x: &GpuTensor, gate: &GpuTensor) -> Result<GpuTensor, BackendError> {
-        Wgpu::sigmoid_mul(self, x, gate).map_err(|e| e.into_backend("sigmoid_mul"))
+        match self.msl_row(x) {
+            Some(msl) => msl_ops::sigmoid_mul(&msl, x, gate),
+            None => Wgpu::sigmoid_mul(self, x, gate).map_err(|e| e.into_backend("sigmoid_mul")),
+        }
     }
 
     fn rope(
@@ -242,7 +378,11 @@ impl Backend for Wgpu {
         freq_base: f32,
         pos0: usize,
     ) -> Result<GpuTensor, BackendError> {
-        Wgpu::rope(self, x, head_dim, rot_dims, freq_base, pos0).map_err(|e| e.into_backend("rope"))
+        match self.msl_row(x) {
+            Some(msl) => msl_ops::rope(&msl, x, head_dim, rot_dims, freq_base, pos0),
+            None => Wgpu::rope(self, x, head_dim, rot_dims, freq_base, pos0)
+                .map_err(|e| e.into_backend("rope")),
+        }
     }
 
     fn attention(
@@ -253,7 +393,11 @@ impl Backend for Wgpu {
         cache: &mut KvCache<'_, GpuTensor>,
         shape: AttentionShape,
     ) -> Result<GpuTensor, BackendError> {
-        Wgpu::attention(self, q, k, v, cache, shape).map_err(|e| e.into_backend("attention"))
+        match self.msl_row(q) {
+            Some(msl) => msl_ops::attention(&msl, q, k, v, cache, shape),
+            None => Wgpu::attention(self, q, k, v, cache, shape)
+                .map_err(|e| e.into_backend("attention")),
+        }
     }
 
     fn gated_attention(
@@ -261,9 +405,12 @@ impl Backend for Wgpu {
         op: &GatedAttention<'_, GpuTensor>,
         cache: &mut KvCache<'_, GpuTensor>,
     ) -> Result<Option<GpuTensor>, BackendError> {
-        Wgpu::gated_attention(self, op, cache)
-            .map(Some)
-            .map_err(|e| e.into_backend("gated_attention"))
+        let out = match self.msl_row(op.q_and_gate) {
+            Some(msl) => msl_ops::gated_attention(&msl, op, cache)?,
+            None => Wgpu::gated_attention(self, op, cache)
+                .map_err(|e| e.into_backend("gated_attention"))?,
+        };
+        Ok(Some(out))
     }
 
     fn conv1d_silu(
@@ -272,7 +419,10 @@ impl Backend for Wgpu {
         w: &GpuTensor,
         state: &mut GpuTensor,
     ) -> Result<GpuTensor, BackendError> {
-        Wgpu::conv1d_silu(self, x, w, state).map_err(|e| e.into_backend("conv1d_silu"))
+        match self.msl_row(x) {
+            Some(msl) => msl_ops::conv1d_silu(&msl, x, w, state),
+            None => Wgpu::conv1d_silu(self, x, w, state).map_err(|e| e.into_backend("conv1d_silu")),
+        }
     }
 
     fn delta_net_gates(
@@ -282,8 +432,11 @@ impl Backend for Wgpu {
         ssm_a: &GpuTensor,
         dt_bias: &GpuTensor,
     ) -> Result<(GpuTensor, GpuTensor), BackendError> {
-        Wgpu::delta_net_gates(self, alpha, beta, ssm_a, dt_bias)
-            .map_err(|e| e.into_backend("delta_net_gates"))
+        match self.msl_row(alpha) {
+            Some(msl) => msl_ops::delta_net_gates(&msl, alpha, beta, ssm_a, dt_bias),
+            None => Wgpu::delta_net_gates(self, alpha, beta, ssm_a, dt_bias)
+                .map_err(|e| e.into_backend("delta_net_gates")),
+        }
     }
 
     fn delta_rule(
@@ -291,7 +444,10 @@ impl Backend for Wgpu {
         op: &DeltaRule<'_, GpuTensor>,
         state: &mut GpuTensor,
     ) -> Result<GpuTensor, BackendError> {
-        Wgpu::delta_rule(self, op, state).map_err(|e| e.into_backend("delta_rule"))
+        match self.msl_row(&op.qkv.q) {
+            Some(msl) => msl_ops::delta_rule(&msl, op, state),
+            None => Wgpu::delta_rule(self, op, state).map_err(|e| e.into_backend("delta_rule")),
+        }
     }
 
     fn conv_qkv_norm(
@@ -299,9 +455,13 @@ impl Backend for Wgpu {
         op: &ConvQkvNorm<'_, GpuTensor>,
         state: &mut GpuTensor,
     ) -> Result<Option<Qkv<GpuTensor>>, BackendError> {
-        Wgpu::conv_qkv_norm(self, op, state)
-            .map(Some)
-            .map_err(|e| e.into_backend("conv_qkv_norm"))
+        let qkv = match self.msl_row(op.m) {
+            Some(msl) => msl_ops::conv_qkv_norm(&msl, op, state)?,
+            None => {
+                Wgpu::conv_qkv_norm(self, op, state).map_err(|e| e.into_backend("conv_qkv_norm"))?
+            }
+        };
+        Ok(Some(qkv))
     }
 
     fn gated_delta_rule(
@@ -309,9 +469,12 @@ impl Backend for Wgpu {
         op: &GatedDeltaRule<'_, GpuTensor>,
         state: &mut GpuTensor,
     ) -> Result<Option<GpuTensor>, BackendError> {
-        Wgpu::gated_delta_rule(self, op, state)
-            .map(Some)
-            .map_err(|e| e.into_backend("gated_delta_rule"))
+        let out = match self.msl_row(&op.qkv.q) {
+            Some(msl) => msl_ops::gated_delta_rule(&msl, op, state)?,
+            None => Wgpu::gated_delta_rule(self, op, state)
+                .map_err(|e| e.into_backend("gated_delta_rule"))?,
+        };
+        Ok(Some(out))
     }
 
     fn gated_rms_norm(
@@ -321,7 +484,11 @@ impl Backend for Wgpu {
         w: &GpuTensor,
         eps: f32,
     ) -> Result<GpuTensor, BackendError> {
-        Wgpu::gated_rms_norm(self, x, z, w, eps).map_err(|e| e.into_backend("gated_rms_norm"))
+        match self.msl_row(x) {
+            Some(msl) => msl_ops::gated_rms_norm(&msl, x, z, w, eps),
+            None => Wgpu::gated_rms_norm(self, x, z, w, eps)
+                .map_err(|e| e.into_backend("gated_rms_norm")),
+        }
     }
 
     fn status(&self) -> Result<(), BackendError> {
@@ -333,9 +500,9 @@ impl Backend for Wgpu {
 
     fn synchronize(&self) {
         if let Err(e) = self.recorder.flush() {
-            self.poison(e);
+            self.poison(&e);
         } else if let Err(e) = self.device.poll(wgpu::PollType::wait_indefinitely()) {
-            self.poison(GpuError::Readback(e.to_string()));
+            self.poison(&GpuError::Readback(e.to_string()));
         }
     }
 
@@ -346,14 +513,14 @@ impl Backend for Wgpu {
 
     fn set_profiling(&self, on: bool) {
         if let Err(e) = self.recorder.set_profiling(on) {
-            self.poison(e);
+            self.poison(&e);
         }
     }
 
     /// A failure to read the profile poisons the backend and yields no counters.
     fn take_stats(&self) -> BackendStats {
         self.recorder.take_stats().unwrap_or_else(|e| {
-            self.poison(e);
+            self.poison(&e);
             BackendStats::default()
         })
     }

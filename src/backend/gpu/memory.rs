@@ -259,18 +259,40 @@ impl Wgpu {
         }
         let offset = (start * x.cols * 4) as u64;
         let size = ((end - start) * x.cols * 4) as u64;
-        // A device error reported meanwhile (out of memory, a lost device) is the cause of a
-        // failed readback, so it comes first; wgpu reports a loss at the next poll.
-        let bytes = self.recorder.read(&x.buffer, offset, size);
-        if bytes.is_err() {
-            let _ = self.device.poll(wgpu::PollType::Poll);
-        }
-        self.check_device()?;
-        let bytes = bytes?;
+        let bytes = self.read_bytes(&x.buffer, offset, size)?;
         Ok(bytes
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect())
+    }
+
+    /// Waits for the recorded work and copies a whole buffer (a tensor's, a weight part's) to
+    /// the host, for an [`super::MslLauncher`] that runs kernels there.
+    pub fn read_buffer(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>, GpuError> {
+        self.check_device()?;
+        self.read_bytes(buffer, 0, buffer.size())
+    }
+
+    fn read_bytes(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+    ) -> Result<Vec<u8>, GpuError> {
+        // A device error reported meanwhile (out of memory, a lost device) is the cause of a
+        // failed readback, so it comes first; wgpu reports a loss at the next poll.
+        let bytes = self.recorder.read(buffer, offset, size);
+        if bytes.is_err() {
+            let _ = self.device.poll(wgpu::PollType::Poll);
+        }
+        self.check_device()?;
+        bytes
+    }
+
+    /// Overwrites a whole buffer from its start after the work recorded so far (the way back
+    /// of [`Wgpu::read_buffer`]).
+    pub fn write_buffer(&self, buffer: &wgpu::Buffer, bytes: &[u8]) -> Result<(), GpuError> {
+        self.recorder.write(buffer, 0, bytes)
     }
 
     /// Overwrites whole rows from `start` with host values, after the work recorded so far.
@@ -307,7 +329,7 @@ impl Wgpu {
         cols: usize,
         bytes: &[u8],
     ) -> Result<GpuWeight, GpuError> {
-        self.upload_weight_in_parts(name, ty, rows, cols, bytes, usize::MAX)
+        self.upload_weight_in_parts(name, ty, rows, cols, bytes, self.max_weight_part_rows)
     }
 
     /// [`Wgpu::upload_weight`] with at most `max_part_rows` rows per buffer (tests use it to
@@ -373,7 +395,8 @@ impl Wgpu {
         let buffer = self.allocate(
             &format!("weight {name}"),
             padded_size(bytes.len() as u64),
-            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            // COPY_SRC: a launcher running kernels off the device reads weights too.
+            TENSOR_USAGE,
         )?;
         // Whole words only: the tail of an odd-sized part goes in through a padded copy.
         let whole = bytes.len() / 4 * 4;

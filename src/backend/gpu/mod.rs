@@ -1,4 +1,7 @@
-//! The wgpu backend: the op set of the model on any GPU that wgpu drives (Vulkan, Metal, DX12).
+//! The GPU backend: the op set of the model on any GPU that wgpu drives (Vulkan, Metal, DX12),
+//! with two kernel sets: the WGSL kernels everywhere and, where an [`MslLauncher`] is installed
+//! (on a Metal adapter: `backend::metal`), the hand-written MSL kernels for the ops of one token
+//! (decode), which [`backend`] routes to them.
 //!
 //! Weights are uploaded once as the file stores them (quantized blocks included) and decoded by
 //! the kernels; tensors larger than one storage binding are split into row ranges. Ops record
@@ -12,6 +15,7 @@ mod error;
 mod kernels;
 mod memory;
 pub mod msl_kernels;
+pub mod msl_ops;
 mod ops;
 mod options;
 mod profiler;
@@ -24,6 +28,7 @@ use std::sync::{Arc, Mutex};
 pub use error::GpuError;
 pub use kernels::{kernel_sources, KernelSource, WeightFormat};
 pub use memory::{GpuTensor, GpuWeight};
+pub use msl_ops::MslLauncher;
 pub use ops::{ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS};
 pub use options::GpuOptions;
 pub use sampling::MAX_TOP_K;
@@ -59,6 +64,11 @@ pub struct Wgpu {
     integer_gemv: bool,
     /// The quantized input of the last integer GEMV, reused by the next of the same input.
     last_quantized: Mutex<Option<ops::LastQuantized>>,
+    /// The MSL kernel set, when one is installed ([`Wgpu::with_msl`]).
+    msl: Option<Arc<dyn MslLauncher>>,
+    /// Rows per buffer of an uploaded weight at most, below what the binding limit allows
+    /// ([`Wgpu::with_weight_parts`]).
+    max_weight_part_rows: usize,
 }
 
 /// The adapter [`Wgpu::new`] would open, without opening it: a caller can tell a software
@@ -109,6 +119,20 @@ impl Wgpu {
     /// This backend with the decode GEMVs on integer activations (the default) or on f32 ones.
     pub fn with_integer_gemv(mut self, on: bool) -> Wgpu {
         self.integer_gemv = on;
+        self
+    }
+
+    /// This backend with the MSL kernels, launched by `launcher`, for the ops of one token that
+    /// have one (the WGSL kernels keep the rest).
+    pub fn with_msl(mut self, launcher: Arc<dyn MslLauncher>) -> Wgpu {
+        self.msl = Some(launcher);
+        self
+    }
+
+    /// This backend with uploaded weights split into buffers of at most `max_rows` rows, as
+    /// weights past the binding limit are (tests exercise split weights on small models).
+    pub fn with_weight_parts(mut self, max_rows: usize) -> Wgpu {
+        self.max_weight_part_rows = max_rows;
         self
     }
 
@@ -226,6 +250,8 @@ impl Wgpu {
             last_normed: Mutex::new(None),
             integer_gemv: options.integer_gemv,
             last_quantized: Mutex::new(None),
+            msl: None,
+            max_weight_part_rows: usize::MAX,
         };
         if cooperative {
             gpu.cooperative_matrix = gpu.cooperative_gemm_agrees();
@@ -256,8 +282,9 @@ impl Wgpu {
         &self.device
     }
 
-    /// Records a dispatch of a pipeline built outside this backend (the Metal backend's MSL
-    /// kernels) into the same pass as the WGSL ones.
+    /// Records a dispatch of a pipeline built outside this backend (the MSL passthrough
+    /// pipelines of a Metal adapter) into the same pass as the WGSL ones; the backend has
+    /// checked the device.
     pub(crate) fn record_program(
         &self,
         pipeline: &wgpu::ComputePipeline,
@@ -267,7 +294,6 @@ impl Wgpu {
         workgroups: [usize; 3],
         bytes_read: u64,
     ) -> Result<(), GpuError> {
-        self.check_device()?;
         self.recorder.dispatch_program(
             pipeline, program, None, params, buffers, workgroups, bytes_read,
         )

@@ -1,12 +1,14 @@
 //! The ops the MSL kernels compute, written once against [`MslDevice`]: shape checks, output
-//! allocation, parameters, launch geometry and buffer order. The Metal backend runs them through
-//! wgpu; the tests run the very same code through the MSL simulator, so a simulated test
-//! exercises the real launch.
+//! allocation, parameters, launch geometry and buffer order. The GPU backend runs them on its
+//! own buffers, launching each kernel through its [`MslLauncher`] (wgpu's MSL passthrough on a
+//! Mac, the MSL simulator in the tests); the kernel tests run them on host memory through the
+//! simulator's own device. Either way a simulated test exercises the real launch.
 
-use crate::backend::gpu::msl_kernels::{MslFormat, MslKernel};
+use super::msl_kernels::{MslFormat, MslKernel};
+use super::{GpuError, Wgpu};
 use crate::backend::{
-    checks, AttentionCall, AttentionShape, Backend, BackendError, ConvQkvNorm, DeltaNetShape,
-    DeltaRule, DeltaRuleGates, GatedAttention, GatedDeltaRule, KvCache, Qkv,
+    checks, AttentionCall, AttentionShape, BackendError, ConvQkvNorm, DeltaNetShape, DeltaRule,
+    DeltaRuleGates, GatedAttention, GatedDeltaRule, KvCache, Qkv,
 };
 use crate::quant::GgmlType;
 
@@ -15,11 +17,6 @@ pub trait MslDevice {
     type Tensor: Send + Sync;
     type Weight: Send + Sync;
     type Buffer: ?Sized;
-    /// The backend of the device's memory (uploads, reads, status) and of the ops that have no
-    /// MSL kernel: wgpu's WGSL kernels on a Mac.
-    type Base: Backend<Tensor = Self::Tensor, Weight = Self::Weight>;
-
-    fn base(&self) -> &Self::Base;
 
     fn dims(&self, x: &Self::Tensor) -> (usize, usize);
     fn buffer<'a>(&self, x: &'a Self::Tensor) -> &'a Self::Buffer;
@@ -28,6 +25,13 @@ pub trait MslDevice {
     fn output(&self, rows: usize, cols: usize) -> Result<Self::Tensor, BackendError>;
     /// Runs (or records) one dispatch.
     fn dispatch(&self, dispatch: &Dispatch<'_, Self::Buffer>) -> Result<(), BackendError>;
+}
+
+/// Runs the MSL kernels on the GPU backend's buffers: the passthrough pipelines on a Metal
+/// adapter (`backend::metal`), the MSL simulator in the tests.
+pub trait MslLauncher: Send + Sync {
+    /// Records (or runs) `dispatch` after the work recorded on `gpu` so far.
+    fn launch(&self, gpu: &Wgpu, dispatch: &Dispatch<'_, wgpu::Buffer>) -> Result<(), GpuError>;
 }
 
 /// A weight as the kernels see it: rows of `row_bytes` file bytes, split into parts that each
@@ -236,11 +240,6 @@ pub fn embed_ids<D: MslDevice + ?Sized>(
         embed_part(d, op, kernel, &w, part, tokens, &out)?;
     }
     Ok(out)
-}
-
-/// Whether `matmul` has an MSL kernel for this weight.
-pub fn has_gemv<D: MslDevice + ?Sized>(d: &D, w: &D::Weight) -> bool {
-    MslFormat::from_ggml(d.weight(w).ty).is_some()
 }
 
 /// What a GEMV multiplies the weight by.
