@@ -1,6 +1,7 @@
-//! `qwen35 perplexity` against llama.cpp's `llama-perplexity` (b11434, CPU) on the bundled fixtures:
-//! the reference figures are read from llama-perplexity's raw outputs committed under
-//! benches/results/perplexity-2026-12-05/, and every error case exits non-zero with its reason.
+//! `qwen35 perplexity` against llama.cpp's `llama-perplexity` (b11434, CPU) on the bundled fixtures
+//! and the default model: the reference figures are read from llama-perplexity's raw outputs
+//! committed under benches/results/perplexity-2026-12-05/ and perplexity-default-2026-12-05/, and
+//! every error case exits non-zero with its reason.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -30,20 +31,54 @@ fn final_ppl(output: &str) -> Option<(f64, f64)> {
     Some((ppl.parse().ok()?, error.trim().parse().ok()?))
 }
 
-/// llama-perplexity's figure for `variant` at --ctx 128 --chunks 4, from its committed output. A
-/// quantized file is compared with llama-perplexity on its weights dequantized to F32: on the
-/// quantized file itself llama.cpp's CPU matmuls also round the activations to 8 bits, which moves
-/// this random model's perplexity by up to 1.1% (the README there has both).
-fn reference(variant: &str) -> (f64, f64) {
+/// One measurement: a model on a text, and the llama-perplexity output it must agree with.
+struct Case {
+    model: String,
+    text: &'static str,
+    ctx: usize,
+    chunks: usize,
+    /// llama-perplexity's committed output on the same tokens.
+    reference: PathBuf,
+}
+
+/// A fixture at --ctx 128 --chunks 4. A quantized file is compared with llama-perplexity on its
+/// weights dequantized to F32: on the quantized file itself llama.cpp's CPU matmuls also round the
+/// activations to 8 bits, which moves this random model's perplexity by up to 1.1% (the README
+/// there has both).
+fn fixture(variant: &str) -> Case {
     let name = match variant {
         "f32" => "f32".to_string(),
         _ => format!("{variant}-dequant"),
     };
-    let path: PathBuf = root()
-        .join(RESULTS)
-        .join(format!("llama-perplexity-{name}-ctx128-chunks4.txt"));
-    let text = std::fs::read_to_string(&path).unwrap();
-    final_ppl(&text).unwrap_or_else(|| panic!("no final estimate in {}", path.display()))
+    Case {
+        model: format!("tests/fixtures/tiny-{variant}.gguf"),
+        text: TEXT,
+        ctx: 128,
+        chunks: 4,
+        reference: root()
+            .join(RESULTS)
+            .join(format!("llama-perplexity-{name}-ctx128-chunks4.txt")),
+    }
+}
+
+/// The bundled default model (Q8_0) on a committed sample of its held-out split, against
+/// llama-perplexity on its weights dequantized to F32 (benches/results/perplexity-default-2026-12-05).
+fn default_model() -> Case {
+    Case {
+        model: "models/qwen35-default-q8_0.gguf".to_string(),
+        text: "tests/data/default-heldout.txt",
+        ctx: 256,
+        chunks: 6,
+        reference: root().join(
+            "benches/results/perplexity-default-2026-12-05/sample-llama-perplexity-q8_0-dequant-ctx256.txt",
+        ),
+    }
+}
+
+/// The reference's PPL and error.
+fn reference(case: &Case) -> (f64, f64) {
+    let text = std::fs::read_to_string(&case.reference).unwrap();
+    final_ppl(&text).unwrap_or_else(|| panic!("no final estimate in {}", case.reference.display()))
 }
 
 /// Within this relative difference of llama-perplexity: cpu and wgpu compute in f32 as llama.cpp
@@ -57,20 +92,20 @@ fn tolerance(backend: &str) -> f64 {
 
 /// Ours on `backend`, checked against llama-perplexity's figure; not run when the backend has no
 /// device here (never allowed under QWEN35_REQUIRE_GPU=1).
-fn check(variant: &str, backend: &str) {
-    let model = format!("tests/fixtures/tiny-{variant}.gguf");
+fn check(case: &Case, backend: &str) {
     let out = perplexity(&[
         "-m",
-        &model,
+        &case.model,
         "-f",
-        TEXT,
+        case.text,
         "--ctx",
-        "128",
+        &case.ctx.to_string(),
         "--chunks",
-        "4",
+        &case.chunks.to_string(),
         "--backend",
         backend,
     ]);
+    let model = &case.model;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() && backend == "wgpu" && stderr.contains("unavailable") {
@@ -81,46 +116,51 @@ fn check(variant: &str, backend: &str) {
         eprintln!("not run: {stderr}");
         return;
     }
-    assert!(out.status.success(), "{variant} {backend}: {stderr}");
+    assert!(out.status.success(), "{model} {backend}: {stderr}");
     let (ours, error) =
         final_ppl(&stdout).unwrap_or_else(|| panic!("no final estimate in {stdout:?}"));
-    let (expected, expected_error) = reference(variant);
+    let (expected, expected_error) = reference(case);
     for (what, value, reference) in [("PPL", ours, expected), ("error", error, expected_error)] {
         let relative = (value - reference).abs() / reference;
         assert!(
             relative < tolerance(backend),
-            "{variant} {backend}: {what} {value} against llama-perplexity's {reference} \
+            "{model} {backend}: {what} {value} against llama-perplexity's {reference} \
              ({relative:.2e} relative)"
         );
     }
     // The running estimate after each chunk goes to stderr, the last one being the result.
     let running: Vec<&str> = stderr.lines().filter(|l| l.starts_with('[')).collect();
-    assert_eq!(running.len(), 4, "{stderr}");
+    assert_eq!(running.len(), case.chunks, "{stderr}");
     assert!(
-        running[3].starts_with(&format!("[4]{ours:.4} ")),
+        running[case.chunks - 1].starts_with(&format!("[{}]{ours:.4} ", case.chunks)),
         "{stderr}"
     );
 }
 
-fn every_backend(variant: &str) {
+fn every_backend(case: Case) {
     for backend in ["cpu", "cpu-fast", "wgpu"] {
-        check(variant, backend);
+        check(&case, backend);
     }
 }
 
 #[test]
 fn f32_matches_llama_perplexity_on_every_backend() {
-    every_backend("f32");
+    every_backend(fixture("f32"));
 }
 
 #[test]
 fn q8_0_matches_llama_perplexity_on_every_backend() {
-    every_backend("q8_0");
+    every_backend(fixture("q8_0"));
 }
 
 #[test]
 fn q4_k_matches_llama_perplexity_on_every_backend() {
-    every_backend("q4_k");
+    every_backend(fixture("q4_k"));
+}
+
+#[test]
+fn default_model_matches_llama_perplexity_on_every_backend() {
+    every_backend(default_model());
 }
 
 /// Each bad input exits non-zero with a message that names what is wrong.

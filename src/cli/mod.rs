@@ -252,6 +252,16 @@ pub fn open_gguf(path: &Path) -> anyhow::Result<Arc<GgufFile>> {
     }
 }
 
+/// A UTF-8 text file less one final newline, as llama-perplexity reads its `-f` file.
+pub fn read_text_file(path: &Path) -> anyhow::Result<String> {
+    let mut text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    if text.ends_with('\n') {
+        text.pop();
+    }
+    Ok(text)
+}
+
 pub fn load_tokenizer(file: &GgufFile, path: &Path) -> anyhow::Result<Tokenizer> {
     Tokenizer::from_gguf(file)
         .with_context(|| format!("building the tokenizer of {}", path.display()))

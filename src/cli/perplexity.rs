@@ -1,7 +1,7 @@
 //! `qwen35 perplexity`: the perplexity of a text file, as llama.cpp's `llama-perplexity` measures
 //! it (see `qwen35::perplexity`); progress on stderr, the result on stdout.
 
-use super::{load_engine_from, load_tokenizer, open_gguf, EngineArgs};
+use super::{load_engine_from, load_tokenizer, open_gguf, read_text_file, EngineArgs};
 use anyhow::Context;
 use clap::Args;
 use qwen35::gguf::GgufFile;
@@ -29,9 +29,7 @@ pub struct PerplexityArgs {
 }
 
 pub fn run(args: PerplexityArgs) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&args.file)
-        .with_context(|| format!("reading {}", args.file.display()))?;
-    let text = text.strip_suffix('\n').unwrap_or(&text);
+    let text = read_text_file(&args.file)?;
     let file = open_gguf(args.engine.model())?;
     let config = Config::from_gguf(&file)
         .with_context(|| format!("reading {}", args.engine.model().display()))?;
@@ -41,7 +39,7 @@ pub fn run(args: PerplexityArgs) -> anyhow::Result<()> {
     let mut tokens: Vec<u32> = bos.into_iter().collect();
     tokens.extend(
         tokenizer
-            .encode(text, false)
+            .encode(&text, false)
             .with_context(|| format!("tokenizing {}", args.file.display()))?,
     );
     let ctx = args.engine.ctx.unwrap_or(DEFAULT_CHUNK);

@@ -1,6 +1,6 @@
 //! `qwen35 tokenize`: the model's own tokenizer, both ways.
 
-use super::{load_tokenizer, open_gguf, parse_token_ids};
+use super::{load_tokenizer, open_gguf, parse_token_ids, read_text_file};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -10,7 +10,12 @@ pub struct TokenizeArgs {
     #[arg(short, long)]
     model: PathBuf,
     /// Text to tokenize, or with --decode token ids separated by spaces or commas.
-    text: String,
+    #[arg(required_unless_present = "file", conflicts_with = "file")]
+    text: Option<String>,
+    /// Read the text (or the ids) from this file instead; one final newline is dropped, as
+    /// `perplexity -f` does, so that the ids are the ones it scores.
+    #[arg(short = 'f', long)]
+    file: Option<PathBuf>,
     /// Turn token ids back into text.
     #[arg(long)]
     decode: bool,
@@ -22,8 +27,13 @@ pub struct TokenizeArgs {
 pub fn run(args: TokenizeArgs) -> anyhow::Result<()> {
     let file = open_gguf(&args.model)?;
     let tokenizer = load_tokenizer(&file, &args.model)?;
+    let text = match (&args.text, &args.file) {
+        (Some(text), _) => text.clone(),
+        (None, Some(path)) => read_text_file(path)?,
+        (None, None) => anyhow::bail!("give the text or --file"),
+    };
     if args.decode {
-        let ids = parse_token_ids(&args.text)?;
+        let ids = parse_token_ids(&text)?;
         if let Some(bad) = ids
             .iter()
             .find(|&&id| id as usize >= tokenizer.vocab_size())
@@ -35,7 +45,7 @@ pub fn run(args: TokenizeArgs) -> anyhow::Result<()> {
         }
         println!("{}", tokenizer.decode(&ids));
     } else {
-        let ids = tokenizer.encode(&args.text, !args.no_special)?;
+        let ids = tokenizer.encode(&text, !args.no_special)?;
         let shown: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
         println!("{}", shown.join(" "));
     }
