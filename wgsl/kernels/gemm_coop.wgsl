@@ -8,7 +8,11 @@
 //   A = x block (tokens × depth, row-major in x_tile),
 //   B = Wᵀ block (depth × rows: the rows of w_tile read column-major),
 //   C += A·B.
-// Results go out through a per-subgroup staging block, so that edge tiles write only what exists.
+// The next step's columns are fetched into registers before the current step's products, so
+// that their latency hides behind the tensor cores. A subgroup fetches and stores one whole tile
+// row at a time (a word, two halves, a lane), which keeps the workgroup-memory stores free of
+// bank conflicts. Results go out through a per-subgroup staging block, so that edge tiles write
+// only what exists.
 
 struct Params {
     rows: u32,
@@ -22,18 +26,20 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> p: Params;
-@group(0) @binding(1) var<storage, read> x16: array<vec4<f16>>;
-@group(0) @binding(2) var<storage, read> w16: array<vec4<f16>>;
+@group(0) @binding(1) var<storage, read> x16: array<u32>;
+@group(0) @binding(2) var<storage, read> w16: array<u32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
 const THREADS: u32 = 256u;
 const SUBGROUP_SIZE: u32 = 32u;
 const TILE: u32 = 128u;
-const DEPTH: u32 = 32u;
-// Eight halves of padding keep every tile row 16-byte aligned, as cooperative loads require.
+const DEPTH: u32 = 64u;
+// Eight halves of padding keep every tile row 16-byte aligned, as cooperative loads require, and
+// put consecutive rows four banks apart.
 const TILE_STRIDE: u32 = DEPTH + 8u;
-// Halves per load.
-const LOAD: u32 = 4u;
+// Words (two halves each) of a tile row, and of one matrix's tile each invocation fetches.
+const ROW_WORDS: u32 = DEPTH / 2u;
+const FETCHES: u32 = TILE * ROW_WORDS / THREADS;
 const BLOCK: u32 = 16u;
 const SUBGROUP_TOKENS: u32 = 2u * BLOCK;
 const SUBGROUP_ROWS: u32 = 4u * BLOCK;
@@ -41,21 +47,32 @@ const SUBGROUP_ROWS: u32 = 4u * BLOCK;
 var<workgroup> x_tile: array<f16, TILE * TILE_STRIDE>;
 var<workgroup> w_tile: array<f16, TILE * TILE_STRIDE>;
 var<workgroup> staging: array<f32, THREADS / SUBGROUP_SIZE * BLOCK * BLOCK>;
+var<private> x_fetched: array<u32, FETCHES>;
+var<private> w_fetched: array<u32, FETCHES>;
 
-// Columns k0..k0+DEPTH of the tile's x rows and weight rows into workgroup memory.
-fn load_tiles(first_row: u32, first_token: u32, k0: u32, lid: u32) {
-    let loads_per_row = DEPTH / LOAD;
-    let row_loads = p.padded_cols / LOAD;
-    for (var i = lid; i < TILE * loads_per_row; i += THREADS) {
-        let r = i / loads_per_row;
-        let q = i % loads_per_row;
-        let at = r * TILE_STRIDE + q * LOAD;
-        let xs = x16[(first_token + r) * row_loads + k0 / LOAD + q];
-        let ws = w16[(first_row + r) * row_loads + k0 / LOAD + q];
-        for (var e = 0u; e < LOAD; e++) {
-            x_tile[at + e] = xs[e];
-            w_tile[at + e] = ws[e];
-        }
+// Columns k0..k0+DEPTH of the tile's x rows and weight rows into registers.
+fn fetch(first_row: u32, first_token: u32, k0: u32, lid: u32) {
+    let row_words = p.padded_cols / 2u;
+    for (var j = 0u; j < FETCHES; j++) {
+        let i = lid + j * THREADS;
+        let at = i / ROW_WORDS * row_words + k0 / 2u + i % ROW_WORDS;
+        x_fetched[j] = x16[first_token * row_words + at];
+        w_fetched[j] = w16[first_row * row_words + at];
+    }
+}
+
+// The fetched columns into workgroup memory.
+fn store_fetched(lid: u32) {
+    for (var j = 0u; j < FETCHES; j++) {
+        let i = lid + j * THREADS;
+        let at = i / ROW_WORDS * TILE_STRIDE + 2u * (i % ROW_WORDS);
+        // Exact: f16 → f32 → f16.
+        let xs = vec2<f16>(unpack2x16float(x_fetched[j]));
+        let ws = vec2<f16>(unpack2x16float(w_fetched[j]));
+        x_tile[at] = xs.x;
+        x_tile[at + 1u] = xs.y;
+        w_tile[at] = ws.x;
+        w_tile[at + 1u] = ws.y;
     }
 }
 
@@ -104,9 +121,14 @@ fn main(
     var c11 = coop_mat16x16<f32, C>();
     var c12 = coop_mat16x16<f32, C>();
     var c13 = coop_mat16x16<f32, C>();
+    fetch(first_row, first_token, 0u, lid);
+    store_fetched(lid);
+    workgroupBarrier();
     for (var k0 = 0u; k0 < p.padded_cols; k0 += DEPTH) {
-        load_tiles(first_row, first_token, k0, lid);
-        workgroupBarrier();
+        let more = k0 + DEPTH < p.padded_cols;
+        if (more) {
+            fetch(first_row, first_token, k0 + DEPTH, lid);
+        }
         for (var k = 0u; k < DEPTH; k += BLOCK) {
             let a0 = coopLoadT<coop_mat16x16<f16, A>>(&x_tile[a_at + k], TILE_STRIDE);
             let a1 = coopLoadT<coop_mat16x16<f16, A>>(&x_tile[a_at + next + k], TILE_STRIDE);
@@ -123,7 +145,12 @@ fn main(
             c03 = coopMultiplyAdd(a0, b3, c03);
             c13 = coopMultiplyAdd(a1, b3, c13);
         }
-        // The next step overwrites the tiles.
+        // Every subgroup is done with the tiles before they are overwritten, and the new ones
+        // are complete before the next step reads them.
+        workgroupBarrier();
+        if (more) {
+            store_fetched(lid);
+        }
         workgroupBarrier();
     }
     let mine = sg_id * BLOCK * BLOCK;

@@ -24,7 +24,7 @@ const SUBGROUP_SIZE: u32 = 32;
 /// Tokens and weight rows per workgroup of gemm_coop.wgsl (WGSL `TILE`).
 const TILE: usize = 128;
 /// Columns per step of gemm_coop.wgsl (WGSL `DEPTH`); the f16 scratch rows are padded to it.
-const DEPTH: usize = 32;
+const DEPTH: usize = 64;
 /// Bytes of f16 weight scratch at most: larger weights are decoded and multiplied in chunks of
 /// rows.
 const MAX_SCRATCH_BYTES: u64 = 256 << 20;
