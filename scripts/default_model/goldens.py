@@ -51,8 +51,8 @@ def field(reader: gguf.GGUFReader, key: str):
 
 
 def model_sizes(reader: gguf.GGUFReader, vocab_size: int) -> model.ModelSizes:
-    """The sizes the GGUF's metadata gives, as the fixture's ModelSizes; what ModelSizes cannot
-    express (a different GDN or attention shape) is an error."""
+    """The sizes the GGUF's metadata gives, as the fixture's ModelSizes (whose partial rotary
+    factor is fixed at 0.25: other rotary dims are an error)."""
     arch = field(reader, "general.architecture")
     layers = field(reader, f"{arch}.block_count") - field(reader, f"{arch}.nextn_predict_layers")
     sizes = model.ModelSizes(
@@ -86,7 +86,10 @@ def gguf_tokenizer(reader: gguf.GGUFReader) -> Tokenizer:
     types = field(reader, "tokenizer.ggml.token_type")
     merges = [tuple(m.split(" ")) for m in field(reader, "tokenizer.ggml.merges")]
     plain = {t: i for i, (t, k) in enumerate(zip(tokens, types)) if k == tokenizer.TOKEN_TYPE_NORMAL}
-    tok = Tokenizer(models.BPE(vocab=plain, merges=merges, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False, byte_fallback=False))
+    bpe = models.BPE(
+        vocab=plain, merges=merges, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False, byte_fallback=False
+    )
+    tok = Tokenizer(bpe)
     tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = tokenizer.pre_tokenizer()
     tok.decoder = decoders.ByteLevel()
