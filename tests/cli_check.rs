@@ -94,7 +94,7 @@ fn a_gpu_out_of_memory_fails_check() {
     };
     out.assert_failed(&["wgpu vs cpu (f32)", "FAIL [1]", reason]);
     assert!(
-        out.summary().starts_with("FAIL 3 of 6 failed"),
+        out.summary().starts_with("FAIL 4 of 8 failed"),
         "{}",
         out.summary()
     );
@@ -120,10 +120,15 @@ fn a_named_backend_without_a_driver_fails_check() {
 fn without_a_driver_the_default_check_skips_the_gpu_and_says_so() {
     let out = run(without_vulkan(&mut check(&["--greedy", "4"])));
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
-    out.assert_says(&["cpu vs HF (f32)", "SKIP [1]", "no GPU adapter found"]);
+    out.assert_says(&[
+        "cpu vs HF (f32)",
+        "cpu vs HF (default model)",
+        "SKIP [1]",
+        "no GPU adapter found",
+    ]);
     assert!(
         out.summary()
-            .starts_with("PASS 3/3 checked, 6 skipped: wgpu has no device here [1]"),
+            .starts_with("PASS 4/4 checked, 8 skipped: wgpu has no device here [1]"),
         "{}",
         out.summary()
     );
@@ -174,6 +179,45 @@ fn one_wrong_logit_fails_check() {
     let row = out.stdout.lines().find(|l| l.starts_with("cpu vs HF"));
     assert!(row.unwrap().contains("34/34"), "{}", out.stdout);
     assert!(!out.stdout.contains("min cosine 0."), "{}", out.stdout);
+}
+
+/// One logit of the default model's golden moved by 0.01 (its logits reach |25|, so every cosine
+/// stays ≥ 0.999999): the row naming the default model fails on max |Δ|, in a fixtures folder
+/// that holds nothing else to check.
+#[test]
+fn one_wrong_logit_of_the_default_model_fails_check() {
+    let dir = std::env::temp_dir().join(format!("qwen35-check-default-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (shape, mut logits) = npy::read_f32(&fixtures().join("default-q8_0.logits.npy")).unwrap();
+    logits[40 * shape[1] + 913] += 0.01;
+    npy::write_f32(&dir.join("planted.npy"), &shape, &logits).unwrap();
+    let mut golden: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("default-model.json")).unwrap(),
+    )
+    .unwrap();
+    let model = fixtures().join(golden["gguf"].as_str().unwrap());
+    golden["gguf"] = model.to_str().unwrap().into();
+    golden["logits"] = "planted.npy".into();
+    std::fs::write(dir.join("default-model.json"), golden.to_string()).unwrap();
+    let no_variants = serde_json::json!({ "prompt_ids": [], "variants": {} });
+    std::fs::write(dir.join("golden.json"), no_variants.to_string()).unwrap();
+    let out = run(check(&[
+        "--backend",
+        "cpu",
+        "--greedy",
+        "4",
+        "--fixtures",
+        dir.to_str().unwrap(),
+    ]));
+    std::fs::remove_dir_all(&dir).ok();
+    out.assert_failed(&["cpu vs HF (default model)", "FAIL [1]", "> 1.0e-4"]);
+    let row = out.stdout.lines().find(|l| l.starts_with("cpu vs HF"));
+    assert!(row.unwrap().contains("51/51"), "{}", out.stdout);
+    assert!(
+        out.summary().starts_with("FAIL 1 of 1 failed"),
+        "{}",
+        out.summary()
+    );
 }
 
 #[test]
