@@ -9,8 +9,8 @@ use rayon::prelude::*;
 
 use super::{
     checks, rms_norm_matmul_each, sample_on_host, AttentionShape, Backend, BackendError,
-    BackendStats, ConvQkvNorm, DeltaNetShape, DeltaRule, GatedAttention, GatedDeltaRule, KvCache,
-    OpTiming, PendingRead, Qkv,
+    BackendStats, ConvQkvNorm, DeltaRule, GatedAttention, GatedDeltaRule, KvCache, OpTiming,
+    PendingRead, Qkv,
 };
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::quant::{self, GgmlType};
@@ -1090,12 +1090,7 @@ impl Backend for CpuBackend {
             || "delta_rule".into(),
             f32_bytes(&[q, k, v, g, beta, &*state]),
             || {
-                let DeltaNetShape {
-                    n_k_head,
-                    n_v_head,
-                    k_dim,
-                    v_dim,
-                } = shape;
+                let (k_dim, v_dim) = (shape.k_dim, shape.v_dim);
                 let n = q.rows;
                 checks::delta_rule(op.qkv, [g, beta], state, shape, |t| (t.rows, t.cols))
                     .map_err(|d| shape_error("delta_rule", d))?;
@@ -1105,7 +1100,7 @@ impl Backend for CpuBackend {
                         .par_chunks_mut(k_dim * v_dim)
                         .enumerate()
                         .map(|(h, s)| {
-                            let kh = (h % n_k_head) * k_dim..(h % n_k_head + 1) * k_dim;
+                            let kh = (h % shape.n_k_head) * k_dim..(h % shape.n_k_head + 1) * k_dim;
                             let mut o = vec![0f32; n * v_dim];
                             let mut delta = vec![0f32; v_dim];
                             for (t, o_t) in o.chunks_exact_mut(v_dim).enumerate() {
@@ -1122,7 +1117,7 @@ impl Backend for CpuBackend {
                         })
                         .collect()
                 });
-                let cols = n_v_head * v_dim;
+                let cols = shape.n_v_head * v_dim;
                 let mut data = vec![0f32; n * cols];
                 for (h, o) in per_head.iter().enumerate() {
                     for (t, o_t) in o.chunks_exact(v_dim).enumerate() {

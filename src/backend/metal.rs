@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::backend::gpu::msl_kernels::{Access, MslKernel};
 use crate::backend::gpu::msl_ops::Dispatch;
-use crate::backend::gpu::{GpuError, GpuOptions, MslLauncher, Program, Wgpu};
+use crate::backend::gpu::{validated_pipeline, GpuError, GpuOptions, MslLauncher, Program, Wgpu};
 
 /// Opens the Metal adapter and builds the WGSL and MSL pipelines (the WGSL side set up by
 /// `options`); elsewhere, says why not.
@@ -83,36 +83,28 @@ impl MslPipelines {
         let mut by_kernel = HashMap::new();
         for kernel in MslKernel::all() {
             let name = kernel.name();
-            let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-            let source = kernel.source();
-            // SAFETY: the source is our MSL, tested under the simulator; the entry point and its
-            // threadgroup size are the ones the kernel is written for.
-            let module = unsafe {
-                device.create_shader_module_passthrough(wgpu::ShaderModuleDescriptorPassthrough {
-                    label: Some(&name),
-                    entry_points: Cow::Owned(vec![wgpu::PassthroughShaderEntryPoint {
-                        name: kernel.entry().into(),
-                        workgroup_size: (kernel.threads_per_threadgroup(), 1, 1),
-                    }]),
-                    msl: Some(Cow::Owned(source)),
-                    ..Default::default()
-                })
-            };
-            let layout = pipeline_layout(device, kernel);
-            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(&name),
-                layout: Some(&layout),
-                module: &module,
-                entry_point: Some(kernel.entry()),
-                compilation_options: wgpu::PipelineCompilationOptions::default(),
-                cache: None,
-            });
-            if let Some(error) = pollster::block_on(scope.pop()) {
-                return Err(MetalError::Kernel {
-                    kernel: name,
-                    reason: error.to_string(),
-                });
-            }
+            let pipeline = validated_pipeline(device, &name, kernel.entry(), || {
+                // SAFETY: the source is our MSL, tested under the simulator; the entry point and
+                // its threadgroup size are the ones the kernel is written for.
+                let module = unsafe {
+                    device.create_shader_module_passthrough(
+                        wgpu::ShaderModuleDescriptorPassthrough {
+                            label: Some(&name),
+                            entry_points: Cow::Owned(vec![wgpu::PassthroughShaderEntryPoint {
+                                name: kernel.entry().into(),
+                                workgroup_size: (kernel.threads_per_threadgroup(), 1, 1),
+                            }]),
+                            msl: Some(Cow::Owned(kernel.source())),
+                            ..Default::default()
+                        },
+                    )
+                };
+                (module, Some(pipeline_layout(device, kernel)))
+            })
+            .map_err(|reason| MetalError::Kernel {
+                kernel: name,
+                reason,
+            })?;
             by_kernel.insert(kernel, pipeline);
         }
         Ok(MslPipelines { by_kernel })

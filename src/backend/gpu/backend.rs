@@ -58,6 +58,12 @@ impl Wgpu {
         let gemv = |w: &&GpuWeight| MslFormat::from_ggml(w.format.ggml_type()).is_some();
         self.msl_if(x.rows == 1 && ws.iter().all(gemv))
     }
+
+    /// [`Wgpu::msl_if`] for embedding `rows` tokens from `table`, whose rows the MSL kernel takes
+    /// in whole 32-value units.
+    fn msl_embed(&self, table: &GpuWeight, rows: usize) -> Option<MslOn<'_>> {
+        self.msl_if(rows == 1 && table.cols.is_multiple_of(32))
+    }
 }
 
 /// The GPU as the MSL launch code sees it: the backend's tensors and weights, each kernel
@@ -120,6 +126,23 @@ impl MslDevice for MslOn<'_> {
             e.into_backend(op)
         })
     }
+}
+
+/// Trait methods that each run their op on its MSL kernel where `pick(cond)` (a `Wgpu::msl_*`
+/// method) gives the kernel set, else on the WGSL kernels, whose errors then name the op. An
+/// `Option` output (a fused op that a backend may lack) is always `Some` here.
+macro_rules! routed {
+    ($(
+        fn $op:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty where $pick:ident($($cond:expr),*);
+    )*) => {$(
+        fn $op(&self, $($arg: $ty),*) -> Result<$out, BackendError> {
+            match self.$pick($($cond),*) {
+                Some(msl) => msl_ops::$op(&msl, $($arg),*),
+                None => Wgpu::$op(self, $($arg),*).map_err(|e| e.into_backend(stringify!($op))),
+            }
+            .map(Into::into)
+        }
+    )*};
 }
 
 impl Backend for Wgpu {
@@ -222,48 +245,6 @@ impl Backend for Wgpu {
         Wgpu::write_rows(self, x, start, data).map_err(|e| e.into_backend("write_rows"))
     }
 
-    fn embed(&self, table: &GpuWeight, tokens: &[u32]) -> Result<GpuTensor, BackendError> {
-        match self.msl_if(tokens.len() == 1 && table.cols.is_multiple_of(32)) {
-            Some(msl) => msl_ops::embed(&msl, table, tokens),
-            None => Wgpu::embed(self, table, tokens).map_err(|e| e.into_backend("embed")),
-        }
-    }
-
-    fn embed_ids(&self, table: &GpuWeight, ids: &GpuTensor) -> Result<GpuTensor, BackendError> {
-        match self.msl_if(ids.rows == 1 && table.cols.is_multiple_of(32)) {
-            Some(msl) => msl_ops::embed_ids(&msl, table, ids),
-            None => Wgpu::embed_ids(self, table, ids).map_err(|e| e.into_backend("embed_ids")),
-        }
-    }
-
-    fn argmax(&self, x: &GpuTensor) -> Result<GpuTensor, BackendError> {
-        match self.msl_row(x) {
-            Some(msl) => msl_ops::argmax(&msl, x),
-            None => Wgpu::argmax(self, x).map_err(|e| e.into_backend("argmax")),
-        }
-    }
-
-    fn matmul(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, BackendError> {
-        match self.msl_gemv(x, &[w]) {
-            Some(msl) => msl_ops::matmul(&msl, x, w),
-            None => Wgpu::matmul(self, x, w).map_err(|e| e.into_backend("matmul")),
-        }
-    }
-
-    fn rms_norm_matmul(
-        &self,
-        x: &GpuTensor,
-        norm: &GpuTensor,
-        eps: f32,
-        w: &GpuWeight,
-    ) -> Result<GpuTensor, BackendError> {
-        match self.msl_gemv(x, &[w]) {
-            Some(msl) => msl_ops::rms_norm_matmul(&msl, x, norm, eps, w),
-            None => Wgpu::rms_norm_matmul(self, x, norm, eps, w)
-                .map_err(|e| e.into_backend("rms_norm_matmul")),
-        }
-    }
-
     /// MSL: one normed GEMV per weight (each norms x in its own loads).
     fn rms_norm_matmuls<const N: usize>(
         &self,
@@ -280,215 +261,55 @@ impl Backend for Wgpu {
             .map_err(|e| e.into_backend("rms_norm_matmuls"))
     }
 
-    fn matmul_add(
-        &self,
-        x: &GpuTensor,
-        w: &GpuWeight,
-        acc: &mut GpuTensor,
-    ) -> Result<(), BackendError> {
-        match self.msl_gemv(x, &[w]) {
-            Some(msl) => msl_ops::matmul_add(&msl, x, w, acc),
-            None => Wgpu::matmul_add(self, x, w, acc).map_err(|e| e.into_backend("matmul_add")),
-        }
-    }
-
-    fn swiglu_matmul_add(
-        &self,
-        gate: &GpuTensor,
-        up: &GpuTensor,
-        w: &GpuWeight,
-        acc: &mut GpuTensor,
-    ) -> Result<(), BackendError> {
-        match self.msl_gemv(gate, &[w]) {
-            Some(msl) => msl_ops::swiglu_matmul_add(&msl, gate, up, w, acc),
-            None => Wgpu::swiglu_matmul_add(self, gate, up, w, acc)
-                .map_err(|e| e.into_backend("swiglu_matmul_add")),
-        }
-    }
-
-    fn rows(&self, x: &GpuTensor, start: usize, count: usize) -> Result<GpuTensor, BackendError> {
-        match self.msl_if(count == 1) {
-            Some(msl) => msl_ops::rows(&msl, x, start, count),
-            None => Wgpu::rows(self, x, start, count).map_err(|e| e.into_backend("rows")),
-        }
-    }
-
-    fn slice_cols(
-        &self,
-        x: &GpuTensor,
-        group: usize,
-        offset: usize,
-        width: usize,
-    ) -> Result<GpuTensor, BackendError> {
-        match self.msl_row(x) {
-            Some(msl) => msl_ops::slice_cols(&msl, x, group, offset, width),
-            None => Wgpu::slice_cols(self, x, group, offset, width)
-                .map_err(|e| e.into_backend("slice_cols")),
-        }
-    }
-
-    fn rms_norm(&self, x: &GpuTensor, w: &GpuTensor, eps: f32) -> Result<GpuTensor, BackendError> {
-        match self.msl_row(x) {
-            Some(msl) => msl_ops::rms_norm(&msl, x, w, eps),
-            None => Wgpu::rms_norm(self, x, w, eps).map_err(|e| e.into_backend("rms_norm")),
-        }
-    }
-
-    fn l2_norm(
-        &self,
-        x: &GpuTensor,
-        group: usize,
-        scale: f32,
-        eps: f32,
-    ) -> Result<GpuTensor, BackendError> {
-        match self.msl_row(x) {
-            Some(msl) => msl_ops::l2_norm(&msl, x, group, scale, eps),
-            None => {
-                Wgpu::l2_norm(self, x, group, scale, eps).map_err(|e| e.into_backend("l2_norm"))
-            }
-        }
-    }
-
-    fn add(&self, x: &mut GpuTensor, y: &GpuTensor) -> Result<(), BackendError> {
-        match self.msl_row(x) {
-            Some(msl) => msl_ops::add(&msl, x, y),
-            None => Wgpu::add(self, x, y).map_err(|e| e.into_backend("add")),
-        }
-    }
-
-    fn swiglu(&self, gate: &GpuTensor, up: &GpuTensor) -> Result<GpuTensor, BackendError> {
-        match self.msl_row(gate) {
-            Some(msl) => msl_ops::swiglu(&msl, gate, up),
-            None => Wgpu::swiglu(self, gate, up).map_err(|e| e.into_backend("swiglu")),
-        }
-    }
-
-    fn sigmoid_mul(&self, x: &GpuTensor, gate: &GpuTensor) -> Result<GpuTensor, BackendError> {
-        match self.msl_row(x) {
-            Some(msl) => msl_ops::sigmoid_mul(&msl, x, gate),
-            None => Wgpu::sigmoid_mul(self, x, gate).map_err(|e| e.into_backend("sigmoid_mul")),
-        }
-    }
-
-    fn rope(
-        &self,
-        x: &GpuTensor,
-        head_dim: usize,
-        rot_dims: usize,
-        freq_base: f32,
-        pos0: usize,
-    ) -> Result<GpuTensor, BackendError> {
-        match self.msl_row(x) {
-            Some(msl) => msl_ops::rope(&msl, x, head_dim, rot_dims, freq_base, pos0),
-            None => Wgpu::rope(self, x, head_dim, rot_dims, freq_base, pos0)
-                .map_err(|e| e.into_backend("rope")),
-        }
-    }
-
-    fn attention(
-        &self,
-        q: &GpuTensor,
-        k: &GpuTensor,
-        v: &GpuTensor,
-        cache: &mut KvCache<'_, GpuTensor>,
-        shape: AttentionShape,
-    ) -> Result<GpuTensor, BackendError> {
-        match self.msl_row(q) {
-            Some(msl) => msl_ops::attention(&msl, q, k, v, cache, shape),
-            None => Wgpu::attention(self, q, k, v, cache, shape)
-                .map_err(|e| e.into_backend("attention")),
-        }
-    }
-
-    fn gated_attention(
-        &self,
-        op: &GatedAttention<'_, GpuTensor>,
-        cache: &mut KvCache<'_, GpuTensor>,
-    ) -> Result<Option<GpuTensor>, BackendError> {
-        let out = match self.msl_row(op.q_and_gate) {
-            Some(msl) => msl_ops::gated_attention(&msl, op, cache)?,
-            None => Wgpu::gated_attention(self, op, cache)
-                .map_err(|e| e.into_backend("gated_attention"))?,
-        };
-        Ok(Some(out))
-    }
-
-    fn conv1d_silu(
-        &self,
-        x: &GpuTensor,
-        w: &GpuTensor,
-        state: &mut GpuTensor,
-    ) -> Result<GpuTensor, BackendError> {
-        match self.msl_row(x) {
-            Some(msl) => msl_ops::conv1d_silu(&msl, x, w, state),
-            None => Wgpu::conv1d_silu(self, x, w, state).map_err(|e| e.into_backend("conv1d_silu")),
-        }
-    }
-
-    fn delta_net_gates(
-        &self,
-        alpha: &GpuTensor,
-        beta: &GpuTensor,
-        ssm_a: &GpuTensor,
-        dt_bias: &GpuTensor,
-    ) -> Result<(GpuTensor, GpuTensor), BackendError> {
-        match self.msl_row(alpha) {
-            Some(msl) => msl_ops::delta_net_gates(&msl, alpha, beta, ssm_a, dt_bias),
-            None => Wgpu::delta_net_gates(self, alpha, beta, ssm_a, dt_bias)
-                .map_err(|e| e.into_backend("delta_net_gates")),
-        }
-    }
-
-    fn delta_rule(
-        &self,
-        op: &DeltaRule<'_, GpuTensor>,
-        state: &mut GpuTensor,
-    ) -> Result<GpuTensor, BackendError> {
-        match self.msl_row(&op.qkv.q) {
-            Some(msl) => msl_ops::delta_rule(&msl, op, state),
-            None => Wgpu::delta_rule(self, op, state).map_err(|e| e.into_backend("delta_rule")),
-        }
-    }
-
-    fn conv_qkv_norm(
-        &self,
-        op: &ConvQkvNorm<'_, GpuTensor>,
-        state: &mut GpuTensor,
-    ) -> Result<Option<Qkv<GpuTensor>>, BackendError> {
-        let qkv = match self.msl_row(op.m) {
-            Some(msl) => msl_ops::conv_qkv_norm(&msl, op, state)?,
-            None => {
-                Wgpu::conv_qkv_norm(self, op, state).map_err(|e| e.into_backend("conv_qkv_norm"))?
-            }
-        };
-        Ok(Some(qkv))
-    }
-
-    fn gated_delta_rule(
-        &self,
-        op: &GatedDeltaRule<'_, GpuTensor>,
-        state: &mut GpuTensor,
-    ) -> Result<Option<GpuTensor>, BackendError> {
-        let out = match self.msl_row(&op.qkv.q) {
-            Some(msl) => msl_ops::gated_delta_rule(&msl, op, state)?,
-            None => Wgpu::gated_delta_rule(self, op, state)
-                .map_err(|e| e.into_backend("gated_delta_rule"))?,
-        };
-        Ok(Some(out))
-    }
-
-    fn gated_rms_norm(
-        &self,
-        x: &GpuTensor,
-        z: &GpuTensor,
-        w: &GpuTensor,
-        eps: f32,
-    ) -> Result<GpuTensor, BackendError> {
-        match self.msl_row(x) {
-            Some(msl) => msl_ops::gated_rms_norm(&msl, x, z, w, eps),
-            None => Wgpu::gated_rms_norm(self, x, z, w, eps)
-                .map_err(|e| e.into_backend("gated_rms_norm")),
-        }
+    routed! {
+        fn embed(table: &GpuWeight, tokens: &[u32]) -> GpuTensor
+            where msl_embed(table, tokens.len());
+        fn embed_ids(table: &GpuWeight, ids: &GpuTensor) -> GpuTensor
+            where msl_embed(table, ids.rows);
+        fn argmax(x: &GpuTensor) -> GpuTensor where msl_row(x);
+        fn matmul(x: &GpuTensor, w: &GpuWeight) -> GpuTensor where msl_gemv(x, &[w]);
+        fn rms_norm_matmul(x: &GpuTensor, norm: &GpuTensor, eps: f32, w: &GpuWeight) -> GpuTensor
+            where msl_gemv(x, &[w]);
+        fn matmul_add(x: &GpuTensor, w: &GpuWeight, acc: &mut GpuTensor) -> ()
+            where msl_gemv(x, &[w]);
+        fn swiglu_matmul_add(gate: &GpuTensor, up: &GpuTensor, w: &GpuWeight, acc: &mut GpuTensor)
+            -> () where msl_gemv(gate, &[w]);
+        fn rows(x: &GpuTensor, start: usize, count: usize) -> GpuTensor where msl_if(count == 1);
+        fn slice_cols(x: &GpuTensor, group: usize, offset: usize, width: usize) -> GpuTensor
+            where msl_row(x);
+        fn rms_norm(x: &GpuTensor, w: &GpuTensor, eps: f32) -> GpuTensor where msl_row(x);
+        fn l2_norm(x: &GpuTensor, group: usize, scale: f32, eps: f32) -> GpuTensor
+            where msl_row(x);
+        fn add(x: &mut GpuTensor, y: &GpuTensor) -> () where msl_row(x);
+        fn swiglu(gate: &GpuTensor, up: &GpuTensor) -> GpuTensor where msl_row(gate);
+        fn sigmoid_mul(x: &GpuTensor, gate: &GpuTensor) -> GpuTensor where msl_row(x);
+        fn rope(x: &GpuTensor, head_dim: usize, rot_dims: usize, freq_base: f32, pos0: usize)
+            -> GpuTensor where msl_row(x);
+        fn attention(
+            q: &GpuTensor,
+            k: &GpuTensor,
+            v: &GpuTensor,
+            cache: &mut KvCache<'_, GpuTensor>,
+            shape: AttentionShape
+        ) -> GpuTensor where msl_row(q);
+        fn gated_attention(op: &GatedAttention<'_, GpuTensor>, cache: &mut KvCache<'_, GpuTensor>)
+            -> Option<GpuTensor> where msl_row(op.q_and_gate);
+        fn conv1d_silu(x: &GpuTensor, w: &GpuTensor, state: &mut GpuTensor) -> GpuTensor
+            where msl_row(x);
+        fn delta_net_gates(
+            alpha: &GpuTensor,
+            beta: &GpuTensor,
+            ssm_a: &GpuTensor,
+            dt_bias: &GpuTensor
+        ) -> (GpuTensor, GpuTensor) where msl_row(alpha);
+        fn delta_rule(op: &DeltaRule<'_, GpuTensor>, state: &mut GpuTensor) -> GpuTensor
+            where msl_row(&op.qkv.q);
+        fn conv_qkv_norm(op: &ConvQkvNorm<'_, GpuTensor>, state: &mut GpuTensor)
+            -> Option<Qkv<GpuTensor>> where msl_row(op.m);
+        fn gated_delta_rule(op: &GatedDeltaRule<'_, GpuTensor>, state: &mut GpuTensor)
+            -> Option<GpuTensor> where msl_row(&op.qkv.q);
+        fn gated_rms_norm(x: &GpuTensor, z: &GpuTensor, w: &GpuTensor, eps: f32) -> GpuTensor
+            where msl_row(x);
     }
 
     fn status(&self) -> Result<(), BackendError> {

@@ -8,34 +8,20 @@ use std::collections::HashMap;
 
 use crate::quant::GgmlType;
 
+use super::kernel_build::{source_file, validated_pipeline, SourceFile};
 use super::GpuError;
-
-/// One file of `wgsl/`, compiled into the binary.
-#[derive(Clone, Copy, Debug)]
-pub struct WgslFile {
-    pub name: &'static str,
-    pub source: &'static str,
-}
 
 macro_rules! wgsl {
     ($name:literal) => {
-        WgslFile {
-            name: concat!($name, ".wgsl"),
-            source: include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/wgsl/",
-                $name,
-                ".wgsl"
-            )),
-        }
+        source_file!("wgsl", $name, ".wgsl")
     };
 }
 
-const GRID: WgslFile = wgsl!("lib/grid");
-const REDUCE: WgslFile = wgsl!("lib/workgroup_reduce");
-const HALF: WgslFile = wgsl!("lib/half");
-const BYTES: WgslFile = wgsl!("lib/bytes");
-const WORDS: WgslFile = wgsl!("lib/words");
+const GRID: SourceFile = wgsl!("lib/grid");
+const REDUCE: SourceFile = wgsl!("lib/workgroup_reduce");
+const HALF: SourceFile = wgsl!("lib/half");
+const BYTES: SourceFile = wgsl!("lib/bytes");
+const WORDS: SourceFile = wgsl!("lib/words");
 
 /// Weight rows per part of the fast GEMV kernels (WGSL `ROWS` of reduce_rows_*.wgsl). With
 /// parts of 32 invocations this was the fastest Q4_K and Q6_K GEMV of a sweep over 32–256
@@ -55,14 +41,14 @@ pub const GEMV_WORKGROUP_ROWS: usize = GEMV_ROWS * GEMV_PARTS;
 /// Invocations per workgroup of the kernels that do not set their own (WGSL `WG`).
 pub const DEFAULT_WG: usize = 64;
 
-const KQUANT_SCALES: WgslFile = wgsl!("lib/kquant_scales");
-const QUANTIZE_QUAD: WgslFile = wgsl!("lib/quantize_quad");
-const SMALL_INTS: WgslFile = wgsl!("lib/small_ints");
-const Q4_K_SPAN_FACTORS: WgslFile = wgsl!("lib/q4_k_span_factors");
-const Q6_K_SPAN: WgslFile = wgsl!("lib/q6_k_span");
-const GEMV_ROWS_DOT: WgslFile = wgsl!("lib/gemv_rows_dot");
-const SOFTPLUS: WgslFile = wgsl!("lib/softplus");
-const ROPE_ANGLE: WgslFile = wgsl!("lib/rope_angle");
+const KQUANT_SCALES: SourceFile = wgsl!("lib/kquant_scales");
+const QUANTIZE_QUAD: SourceFile = wgsl!("lib/quantize_quad");
+const SMALL_INTS: SourceFile = wgsl!("lib/small_ints");
+const Q4_K_SPAN_FACTORS: SourceFile = wgsl!("lib/q4_k_span_factors");
+const Q6_K_SPAN: SourceFile = wgsl!("lib/q6_k_span");
+const GEMV_ROWS_DOT: SourceFile = wgsl!("lib/gemv_rows_dot");
+const SOFTPLUS: SourceFile = wgsl!("lib/softplus");
+const ROPE_ANGLE: SourceFile = wgsl!("lib/rope_angle");
 
 /// A weight storage format with a GPU decoder: the file's blocks, bound as they are.
 #[allow(non_camel_case_types)]
@@ -130,7 +116,7 @@ impl WeightFormat {
     }
 
     /// The decoder and the preludes it needs, in order.
-    fn decoder(self) -> Vec<WgslFile> {
+    fn decoder(self) -> Vec<SourceFile> {
         match self {
             WeightFormat::F32 => vec![HALF, BYTES, wgsl!("lib/dequant_f32")],
             WeightFormat::F16 => vec![HALF, BYTES, wgsl!("lib/dequant_f16")],
@@ -154,7 +140,7 @@ impl WeightFormat {
     }
 
     /// The span reader of the fast GEMV and the preludes it needs, in order.
-    fn gemv_spans(self) -> Vec<WgslFile> {
+    fn gemv_spans(self) -> Vec<SourceFile> {
         match self {
             WeightFormat::Q8_0 => vec![WORDS, wgsl!("lib/gemv_q8_0")],
             WeightFormat::Q4_K => vec![SMALL_INTS, Q4_K_SPAN_FACTORS, wgsl!("lib/gemv_q4_k")],
@@ -176,7 +162,7 @@ impl WeightFormat {
     }
 
     /// The span reader against quantized activations and the preludes it needs, in order.
-    fn integer_gemv_spans(self) -> Vec<WgslFile> {
+    fn integer_gemv_spans(self) -> Vec<SourceFile> {
         match self {
             WeightFormat::Q4_K => vec![SMALL_INTS, Q4_K_SPAN_FACTORS, wgsl!("lib/gemv_q4_k_int")],
             WeightFormat::Q6_K => vec![WORDS, SMALL_INTS, Q6_K_SPAN, wgsl!("lib/gemv_q6_k_int")],
@@ -362,7 +348,7 @@ impl Kernel {
 
     /// The files whose concatenation is this kernel, preludes first; `subgroups` where the
     /// device has subgroup operations.
-    pub fn files(self, subgroups: bool) -> Vec<WgslFile> {
+    pub fn files(self, subgroups: bool) -> Vec<SourceFile> {
         let mut files = Vec::new();
         if self == Kernel::GemmCoop {
             files.push(wgsl!("lib/cooperative_matrix"));
@@ -509,7 +495,7 @@ impl Kernel {
 }
 
 /// The per-row workgroup sums of the span GEMVs.
-fn reduce_rows(subgroups: bool) -> WgslFile {
+fn reduce_rows(subgroups: bool) -> SourceFile {
     if subgroups {
         wgsl!("lib/reduce_rows_subgroup")
     } else {
@@ -634,30 +620,21 @@ impl Pipelines {
             None => (false, GEMV_SHARED_PART),
         };
         let name = kernel.name();
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let descriptor = wgpu::ShaderModuleDescriptor {
-            label: Some(&name),
-            source: wgpu::ShaderSource::Wgsl(kernel.source(subgroups, gemv_part).into()),
-        };
-        // SAFETY: every loop in wgsl/ is bounded by its parameters, and no kernel divides by a
-        // parameter the host has not checked to be non-zero; buffer bounds checks stay on.
-        let module = unsafe {
-            device.create_shader_module_trusted(descriptor, shader_checks(self.all_shader_checks))
-        };
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(&name),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: wgpu::PipelineCompilationOptions::default(),
-            cache: None,
-        });
-        if let Some(error) = pollster::block_on(scope.pop()) {
-            return Err(GpuError::Kernel {
-                kernel: name,
-                reason: error.to_string(),
-            });
-        }
+        let pipeline = validated_pipeline(device, &name, "main", || {
+            let descriptor = wgpu::ShaderModuleDescriptor {
+                label: Some(&name),
+                source: wgpu::ShaderSource::Wgsl(kernel.source(subgroups, gemv_part).into()),
+            };
+            let checks = shader_checks(self.all_shader_checks);
+            // SAFETY: every loop in wgsl/ is bounded by its parameters, and no kernel divides by
+            // a parameter the host has not checked to be non-zero; buffer bounds checks stay on.
+            let module = unsafe { device.create_shader_module_trusted(descriptor, checks) };
+            (module, None)
+        })
+        .map_err(|reason| GpuError::Kernel {
+            kernel: name,
+            reason,
+        })?;
         self.by_kernel.insert(kernel, pipeline);
         Ok(())
     }

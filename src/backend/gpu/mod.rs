@@ -12,6 +12,7 @@ mod backend;
 mod cooperative;
 mod delta_chunks;
 mod error;
+mod kernel_build;
 mod kernels;
 mod memory;
 pub mod msl_kernels;
@@ -33,6 +34,7 @@ pub use ops::{ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_RO
 pub use options::GpuOptions;
 pub use sampling::MAX_TOP_K;
 
+pub(crate) use kernel_build::validated_pipeline;
 use kernels::Pipelines;
 pub(crate) use program::Program;
 use recorder::{Binding, Recorder};

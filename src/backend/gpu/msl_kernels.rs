@@ -3,35 +3,21 @@
 //! kernel is the concatenation of shared preludes (weight blocks, reductions) and its own file,
 //! with `#line` markers so that compiler messages name the right file and line.
 
+use super::kernel_build::{source_file, SourceFile};
 use crate::quant::GgmlType;
-
-/// One file of `msl/`, compiled into the binary.
-#[derive(Clone, Copy, Debug)]
-pub struct MslFile {
-    pub name: &'static str,
-    pub source: &'static str,
-}
 
 macro_rules! msl {
     ($name:literal) => {
-        MslFile {
-            name: concat!($name, ".metal"),
-            source: include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/msl/",
-                $name,
-                ".metal"
-            )),
-        }
+        source_file!("msl", $name, ".metal")
     };
 }
 
-const QUANT_BLOCKS: MslFile = msl!("quant_blocks");
-const GEMV_COMMON: MslFile = msl!("gemv_common");
-const THREADGROUP_REDUCE: MslFile = msl!("threadgroup_reduce");
-const CAUSAL_CONV: MslFile = msl!("causal_conv");
-const SOFTPLUS: MslFile = msl!("softplus");
-const ROPE_ANGLE: MslFile = msl!("rope_angle");
+const QUANT_BLOCKS: SourceFile = msl!("quant_blocks");
+const GEMV_COMMON: SourceFile = msl!("gemv_common");
+const THREADGROUP_REDUCE: SourceFile = msl!("threadgroup_reduce");
+const CAUSAL_CONV: SourceFile = msl!("causal_conv");
+const SOFTPLUS: SourceFile = msl!("softplus");
+const ROPE_ANGLE: SourceFile = msl!("rope_angle");
 
 /// Threads per threadgroup of the elementwise and per-channel kernels.
 const ELEMENTWISE_THREADS: u32 = 256;
@@ -255,7 +241,7 @@ impl MslKernel {
     }
 
     /// The files whose concatenation is this kernel, preludes first.
-    pub fn files(self) -> Vec<MslFile> {
+    pub fn files(self) -> Vec<SourceFile> {
         match self {
             MslKernel::Gemv(format) => gemv_files(msl!("gemv_input_plain"), format),
             MslKernel::GemvSwiglu(format) => gemv_files(msl!("gemv_input_swiglu"), format),
@@ -296,11 +282,11 @@ impl MslKernel {
 
 /// A GEMV: the shared GEMV code, then the file defining its input (`GemvInput`), then the format's
 /// kernel.
-fn gemv_files(input: MslFile, format: MslFormat) -> Vec<MslFile> {
+fn gemv_files(input: SourceFile, format: MslFormat) -> Vec<SourceFile> {
     vec![QUANT_BLOCKS, GEMV_COMMON, input, gemv_file(format)]
 }
 
-fn gemv_file(format: MslFormat) -> MslFile {
+fn gemv_file(format: MslFormat) -> SourceFile {
     match format {
         MslFormat::F32 => msl!("gemv_f32"),
         MslFormat::F16 => msl!("gemv_f16"),

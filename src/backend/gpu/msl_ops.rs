@@ -647,58 +647,42 @@ pub fn gated_attention<D: MslDevice + ?Sized>(
 ) -> Result<D::Tensor, BackendError> {
     checks::gated_attention(op, MAX_HEAD_DIM, |t| d.dims(t))
         .map_err(|e| shape_error("gated_attention", e))?;
-    let GatedAttention {
-        q_and_gate,
-        k,
-        v,
-        q_norm,
-        k_norm,
-        eps,
-        rope,
-        shape,
-    } = *op;
-    let pos0 = cache.pos0;
-    let op = "gated_attention";
-    let AttentionShape {
-        n_head,
-        n_kv_head,
-        head_dim,
-    } = shape;
-    let (rows, cols) = d.dims(q_and_gate);
+    let shape = op.shape;
+    let (rows, cols) = d.dims(op.q_and_gate);
     if rows != 1 {
         return Err(shape_error(
-            op,
+            "gated_attention",
             format!("{rows} rows of q_and_gate: the MSL kernels take one"),
         ));
     }
-    let q = d.output(1, n_head * head_dim)?;
-    let k_rotated = d.output(1, n_kv_head * head_dim)?;
+    let q = d.output(1, shape.n_head * shape.head_dim)?;
+    let k_rotated = d.output(1, shape.n_kv_head * shape.head_dim)?;
     run(
         d,
         MslKernel::QkNormRope,
         &[
-            n_head as u32,
-            n_kv_head as u32,
-            head_dim as u32,
-            rope.dims as u32,
-            word(op, "position", pos0)?,
-            rope.base.to_bits(),
-            eps.to_bits(),
+            shape.n_head as u32,
+            shape.n_kv_head as u32,
+            shape.head_dim as u32,
+            op.rope.dims as u32,
+            word("gated_attention", "position", cache.pos0)?,
+            op.rope.base.to_bits(),
+            op.eps.to_bits(),
         ],
         &[
-            d.buffer(q_and_gate),
-            d.buffer(k),
-            d.buffer(q_norm),
-            d.buffer(k_norm),
+            d.buffer(op.q_and_gate),
+            d.buffer(op.k),
+            d.buffer(op.q_norm),
+            d.buffer(op.k_norm),
             d.buffer(&q),
             d.buffer(&k_rotated),
         ],
-        n_head + n_kv_head,
-        f32_bytes(cols + 2 * n_kv_head * head_dim + 2 * head_dim),
+        shape.n_head + shape.n_kv_head,
+        f32_bytes(cols + 2 * shape.n_kv_head * shape.head_dim + 2 * shape.head_dim),
     )?;
     decode_attention(
         d,
-        AttentionCall::new([&q, &k_rotated, v], cache, shape, Some(q_and_gate)),
+        AttentionCall::new([&q, &k_rotated, op.v], cache, shape, Some(op.q_and_gate)),
     )
 }
 
@@ -822,20 +806,14 @@ pub fn conv_qkv_norm<D: MslDevice + ?Sized>(
     state: &D::Tensor,
 ) -> Result<Qkv<D::Tensor>, BackendError> {
     let (m, w, shape) = (op.m, op.w, op.shape);
-    let DeltaNetShape {
-        n_k_head,
-        n_v_head,
-        k_dim,
-        v_dim,
-    } = shape;
     let (rows, channels) = d.dims(m);
     let (w_rows, taps) = d.dims(w);
-    let (key_width, value_width) = (n_k_head * k_dim, n_v_head * v_dim);
+    let (key_width, value_width) = (shape.n_k_head * shape.k_dim, shape.n_v_head * shape.v_dim);
     let fits = (1..=MAX_TAPS).contains(&taps)
-        && n_k_head > 0
-        && n_v_head > 0
-        && (1..=MAX_CONV_HEAD).contains(&k_dim)
-        && (1..=MAX_CONV_HEAD).contains(&v_dim)
+        && shape.n_k_head > 0
+        && shape.n_v_head > 0
+        && (1..=MAX_CONV_HEAD).contains(&shape.k_dim)
+        && (1..=MAX_CONV_HEAD).contains(&shape.v_dim)
         && channels == 2 * key_width + value_width
         && w_rows == channels
         && d.dims(state) == (taps - 1, channels);
@@ -856,10 +834,10 @@ pub fn conv_qkv_norm<D: MslDevice + ?Sized>(
         d,
         MslKernel::ConvQkvNorm,
         &[
-            n_k_head as u32,
-            k_dim as u32,
-            n_v_head as u32,
-            v_dim as u32,
+            shape.n_k_head as u32,
+            shape.k_dim as u32,
+            shape.n_v_head as u32,
+            shape.v_dim as u32,
             taps as u32,
             rows as u32,
             op.q_scale.to_bits(),
@@ -873,7 +851,7 @@ pub fn conv_qkv_norm<D: MslDevice + ?Sized>(
             d.buffer(&k),
             d.buffer(&v),
         ],
-        2 * n_k_head + n_v_head,
+        2 * shape.n_k_head + shape.n_v_head,
         f32_bytes((rows + 2 * taps - 1) * channels),
     )?;
     Ok(Qkv { q, k, v })
@@ -976,31 +954,28 @@ fn delta_rule_kernel<D: MslDevice + ?Sized>(
 ) -> Result<D::Tensor, BackendError> {
     let Qkv { q, k, v } = qkv;
     let ([g, beta], [ssm_a, dt_bias], raw) = gates.operands();
-    let DeltaNetShape {
-        n_k_head,
-        n_v_head,
-        k_dim,
-        v_dim,
-    } = shape;
     let n = d.dims(q).0;
     checks::delta_rule(qkv, [g, beta], state, shape, |t| d.dims(t))
         .map_err(|e| shape_error("delta_rule", e))?;
-    if k_dim > MAX_K_DIM {
+    if shape.k_dim > MAX_K_DIM {
         return Err(shape_error(
             "delta_rule",
-            format!("k_dim {k_dim}: the kernel holds at most {MAX_K_DIM}"),
+            format!(
+                "k_dim {}: the kernel holds at most {MAX_K_DIM}",
+                shape.k_dim
+            ),
         ));
     }
-    let out = d.output(n, n_v_head * v_dim)?;
-    let column_tiles = v_dim.div_ceil(DELTA_RULE_COLUMNS);
+    let out = d.output(n, shape.n_v_head * shape.v_dim)?;
+    let column_tiles = shape.v_dim.div_ceil(DELTA_RULE_COLUMNS);
     run(
         d,
         MslKernel::DeltaRule,
         &[
-            n_k_head as u32,
-            n_v_head as u32,
-            k_dim as u32,
-            v_dim as u32,
+            shape.n_k_head as u32,
+            shape.n_v_head as u32,
+            shape.k_dim as u32,
+            shape.v_dim as u32,
             n as u32,
             column_tiles as u32,
             raw as u32,
@@ -1016,8 +991,11 @@ fn delta_rule_kernel<D: MslDevice + ?Sized>(
             d.buffer(ssm_a),
             d.buffer(dt_bias),
         ],
-        n_v_head * column_tiles,
-        f32_bytes(n * (2 * n_k_head * k_dim + n_v_head * (v_dim + 2)) + len(d, state)),
+        shape.n_v_head * column_tiles,
+        f32_bytes(
+            n * (2 * shape.n_k_head * shape.k_dim + shape.n_v_head * (shape.v_dim + 2))
+                + len(d, state),
+        ),
     )?;
     Ok(out)
 }

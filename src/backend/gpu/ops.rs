@@ -3,7 +3,7 @@
 use std::sync::{Mutex, MutexGuard};
 
 use super::kernels::{Kernel, WeightFormat, DEFAULT_WG, GEMV_WORKGROUP_ROWS};
-use super::recorder::Binding;
+use super::recorder::{Binding, KernelDispatch};
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::checks;
 use crate::backend::{
@@ -132,30 +132,20 @@ impl Wgpu {
         workgroups: usize,
         bytes_read: u64,
     ) -> Result<(), GpuError> {
-        self.record_as(kernel, None, params, buffers, workgroups, bytes_read)
-    }
-
-    /// [`Wgpu::record`] counted in the profile as `class` instead of the kernel's own class.
-    #[allow(clippy::too_many_arguments)]
-    fn record_as(
-        &self,
-        kernel: Kernel,
-        class: Option<&'static str>,
-        params: &[u32],
-        buffers: &[Binding<'_>],
-        workgroups: usize,
-        bytes_read: u64,
-    ) -> Result<(), GpuError> {
-        self.check_device()?;
-        self.recorder.dispatch(
-            &self.pipelines,
+        self.dispatch(&KernelDispatch {
             kernel,
-            class,
+            class: None,
             params,
             buffers,
             workgroups,
             bytes_read,
-        )
+        })
+    }
+
+    /// Records `dispatch` after the work recorded so far.
+    fn dispatch(&self, dispatch: &KernelDispatch<'_>) -> Result<(), GpuError> {
+        self.check_device()?;
+        self.recorder.dispatch(&self.pipelines, dispatch)
     }
 
     /// One invocation per element of `out`, the result of a binary elementwise kernel.

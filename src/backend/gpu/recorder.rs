@@ -159,6 +159,19 @@ impl InFlightRead {
 /// A buffer bound to a kernel: the whole buffer, at bindings 1, 2, … in order.
 pub type Binding<'a> = &'a wgpu::Buffer;
 
+/// One dispatch of a WGSL kernel: `params` are the words of its parameter buffer, `buffers`
+/// its bindings, and `class` (the kernel's own when None) and `bytes_read` (weights and
+/// activations) are for the profile.
+#[derive(Clone, Copy)]
+pub struct KernelDispatch<'a> {
+    pub kernel: Kernel,
+    pub class: Option<&'static str>,
+    pub params: &'a [u32],
+    pub buffers: &'a [Binding<'a>],
+    pub workgroups: usize,
+    pub bytes_read: u64,
+}
+
 impl Recorder {
     pub fn new(device: wgpu::Device, queue: wgpu::Queue) -> Recorder {
         let limits = device.limits();
@@ -188,20 +201,20 @@ impl Recorder {
             .map_err(|_| GpuError::Device("a thread panicked while recording".into()))
     }
 
-    /// Records `kernel` over `workgroups` workgroups (folded into two grid dimensions);
-    /// `class` (the kernel's own when None) and `bytes_read`, what the dispatch reads, are for
-    /// the profile.
-    #[allow(clippy::too_many_arguments)]
+    /// Records `dispatch`, its workgroups folded into two grid dimensions.
     pub fn dispatch(
         &self,
         pipelines: &Pipelines,
-        kernel: Kernel,
-        class: Option<&'static str>,
-        params: &[u32],
-        buffers: &[Binding<'_>],
-        workgroups: usize,
-        bytes_read: u64,
+        dispatch: &KernelDispatch<'_>,
     ) -> Result<(), GpuError> {
+        let KernelDispatch {
+            kernel,
+            class,
+            params,
+            buffers,
+            workgroups,
+            bytes_read,
+        } = *dispatch;
         if workgroups == 0 {
             return Ok(());
         }

@@ -2,6 +2,7 @@
 //! once, the normed input reused) and the prefill GEMM.
 
 use super::*;
+use crate::backend::gpu::memory::WeightPart;
 
 impl Wgpu {
     /// `y = x · Wᵀ` for every row of x: one GEMV dispatch per weight part.
@@ -181,10 +182,10 @@ impl Wgpu {
             key,
             || self.quantize_activations(x, None),
             |quantized| {
-                self.record_as(
-                    Kernel::GemvSeveral(first.format),
-                    first.profile_class,
-                    &[
+                self.dispatch(&KernelDispatch {
+                    kernel: Kernel::GemvSeveral(first.format),
+                    class: first.profile_class,
+                    params: &[
                         x.cols as u32,
                         first.row_bytes as u32,
                         (x.cols / span) as u32,
@@ -194,7 +195,7 @@ impl Wgpu {
                         rows[2],
                         rows[3],
                     ],
-                    &[
+                    buffers: &[
                         weight_at(0),
                         &quantized.buffer,
                         output_at(0),
@@ -206,8 +207,8 @@ impl Wgpu {
                         output_at(3),
                     ],
                     workgroups,
-                    weight_bytes + f32_bytes(&[x]),
-                )
+                    bytes_read: weight_bytes + f32_bytes(&[x]),
+                })
             },
         )?;
         Ok(ys)
@@ -274,23 +275,14 @@ impl Wgpu {
             for part in &w.parts {
                 let mut buffers: Vec<Binding<'_>> = vec![&part.buffer, &input.buffer, &out.buffer];
                 buffers.extend(extra.map(|e| &e.buffer));
-                self.record_as(
+                self.dispatch(&KernelDispatch {
                     kernel,
-                    w.profile_class,
-                    &[
-                        part.rows as u32,
-                        w.cols as u32,
-                        x.rows as u32,
-                        w.row_bytes as u32,
-                        w.rows as u32,
-                        part.first_row as u32,
-                        units as u32,
-                        accumulate as u32,
-                    ],
-                    &buffers,
-                    part.rows.div_ceil(rows_per_workgroup) * x.rows,
-                    (part.rows * w.row_bytes) as u64 + input_bytes,
-                )?;
+                    class: w.profile_class,
+                    params: &part_params(w, part, x.rows, [units as u32, accumulate as u32]),
+                    buffers: &buffers,
+                    workgroups: part.rows.div_ceil(rows_per_workgroup) * x.rows,
+                    bytes_read: (part.rows * w.row_bytes) as u64 + input_bytes,
+                })?;
             }
             Ok(())
         };
@@ -340,16 +332,7 @@ impl Wgpu {
             let row_tiles = part.rows.div_ceil(GEMM_TILE);
             self.record(
                 Kernel::Gemm(w.format),
-                &[
-                    part.rows as u32,
-                    w.cols as u32,
-                    x.rows as u32,
-                    w.row_bytes as u32,
-                    w.rows as u32,
-                    part.first_row as u32,
-                    row_tiles as u32,
-                    0,
-                ],
+                &part_params(w, part, x.rows, [row_tiles as u32, 0]),
                 &[&part.buffer, &x.buffer, &out.buffer],
                 row_tiles * token_tiles,
                 (part.rows * w.row_bytes) as u64 + f32_bytes(&[x]),
@@ -357,4 +340,19 @@ impl Wgpu {
         }
         Ok(out)
     }
+}
+
+/// The parameter words of a GEMV or GEMM kernel over one part of `w` for `tokens` rows of input:
+/// the part's place in the weight, then the kernel's own two words.
+fn part_params(w: &GpuWeight, part: &WeightPart, tokens: usize, own: [u32; 2]) -> [u32; 8] {
+    [
+        part.rows as u32,
+        w.cols as u32,
+        tokens as u32,
+        w.row_bytes as u32,
+        w.rows as u32,
+        part.first_row as u32,
+        own[0],
+        own[1],
+    ]
 }
