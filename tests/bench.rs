@@ -1,5 +1,6 @@
 //! `qwen35 bench` through the real binary, at smoke size: the table, JSON, SVG and profile of a
-//! CPU run on the tiny preset, `--skip` marking every output INVALID, the GEMV microbenchmark,
+//! CPU run on the tiny preset, `--skip` marking every output INVALID, the `--ladder` table and
+//! JSON, the GEMV microbenchmark,
 //! time to first token cold and restored, and the wgpu row where an adapter exists (required when QWEN35_REQUIRE_GPU=1).
 
 use serde_json::Value;
@@ -217,12 +218,129 @@ fn skipped_layers_mark_table_json_and_plot_invalid() {
         .is_some_and(|why| why.contains("--skip gdn")));
     assert!(outputs.svg().contains("INVALID"));
 
+    // Only the token mixing is left out: every projection of the skipped layers still runs.
     bench(&args, &outputs.args());
     let full = outputs.json();
+    let prefill_ops = |report: &Value| {
+        backend(report, "cpu")
+            .pointer("/run/profile/prefill/ops")
+            .and_then(Value::as_array)
+            .expect("prefill profile")
+            .clone()
+    };
+    let matmuls = |report: &Value| -> u64 {
+        prefill_ops(report)
+            .iter()
+            .filter(|op| {
+                op["class"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("matmul "))
+            })
+            .map(|op| op["calls"].as_u64().unwrap_or(0))
+            .sum()
+    };
+    assert_eq!(matmuls(&skipped), matmuls(&full));
+    assert_eq!(matmuls(&full), TINY_MATMULS_PER_TOKEN);
+    assert_eq!(calls(&prefill_ops(&skipped), "delta_rule"), 0);
+    assert!(calls(&prefill_ops(&full), "delta_rule") > 0);
+}
+
+/// The ladder's table (one row per prompt size: four rungs' rate and ms, then six stage shares)
+/// and JSON (`run.ladder`), and that each rung leaves out exactly the mixing it names.
+fn check_ladder(stdout: &str, report: &Value, name: &str, sizes: &[u64]) {
+    let lines: Vec<&str> = stdout.lines().collect();
+    let title = lines
+        .iter()
+        .position(|l| l.starts_with(&format!("prefill ladder {name} ")))
+        .unwrap_or_else(|| panic!("no ladder table for {name}:\n{stdout}"));
+    assert!(lines[title + 1].starts_with("P "), "{stdout}");
+    assert!(lines[title + 1].contains("3 skip both tok/s"), "{stdout}");
+    let steps = backend(report, name)
+        .pointer("/run/ladder")
+        .and_then(Value::as_array)
+        .unwrap_or_else(|| panic!("no run.ladder for {name} in {report:#}"));
+    assert_eq!(steps.len(), sizes.len());
+    for ((step, &size), line) in steps.iter().zip(sizes).zip(&lines[title + 2..]) {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cells.len(), 1 + 4 * 2 + 6, "{line}");
+        assert_eq!(cells[0], size.to_string());
+        assert_eq!(step["tokens"], size);
+        let rungs = step["rungs"].as_array().expect("rungs");
+        let names: Vec<&str> = rungs.iter().filter_map(|r| r["name"].as_str()).collect();
+        assert_eq!(names, ["full", "skip gdn", "skip attn", "skip both"]);
+        let stage_calls = |rung: usize, stage: &str| {
+            let stages = rungs[rung]["stages"].as_array().expect("stages");
+            assert_eq!(stages.len(), 6);
+            stages
+                .iter()
+                .find(|s| s["stage"] == stage)
+                .and_then(|s| s["calls"].as_u64())
+                .unwrap_or_else(|| panic!("no stage {stage} in {stages:#?}"))
+        };
+        for rung in 0..4 {
+            assert!(number(&rungs[rung], "/tok_per_s/median") > 0.0);
+            assert!(number(&rungs[rung], "/ms/median") > 0.0);
+            assert_eq!(
+                stage_calls(rung, "gemm"),
+                stage_calls(0, "gemm"),
+                "rung {rung}"
+            );
+        }
+        let (delta, attention) = (stage_calls(0, "delta_rule"), stage_calls(0, "attention"));
+        assert!(delta > 0 && attention > 0 && stage_calls(0, "gemm") > 0);
+        assert_eq!(
+            (stage_calls(1, "delta_rule"), stage_calls(1, "attention")),
+            (0, attention)
+        );
+        assert_eq!(
+            (stage_calls(2, "delta_rule"), stage_calls(2, "attention")),
+            (delta, 0)
+        );
+        assert_eq!(stage_calls(2, "qk_norm_rope"), 0);
+        assert_eq!(
+            (stage_calls(3, "delta_rule"), stage_calls(3, "attention")),
+            (0, 0)
+        );
+        let dispatches: Vec<u64> = rungs
+            .iter()
+            .map(|r| r["dispatches"].as_u64().expect("dispatches"))
+            .collect();
+        assert!(dispatches[3] < dispatches[1] && dispatches[1] < dispatches[0]);
+        assert!(dispatches[3] < dispatches[2] && dispatches[2] < dispatches[0]);
+        // The stage shares are n/a exactly where the backend timed nothing.
+        let timed = !rungs[0]["stages"][0]["ms"].is_null();
+        assert_eq!(!line.contains("n/a"), timed, "{line}");
+    }
+}
+
+#[test]
+fn ladder_runs_four_rungs_at_each_prompt_size() {
+    let outputs = Outputs::new("ladder");
+    let args = [
+        "--preset",
+        "tiny",
+        "--backend",
+        "cpu",
+        "-p",
+        "8,16",
+        "-n",
+        "2",
+        "-r",
+        "1",
+        "--ladder",
+    ];
+    let stdout = bench(&args, &outputs.args());
+    let report = outputs.json();
+    // The ladder leaves nothing skipped for the rest of the run.
     assert!(
-        number(&skipped, "/weight_bytes_per_token") < number(&full, "/weight_bytes_per_token"),
-        "skipped layers' weights are not counted as read"
+        report["invalid"].is_null() && !stdout.contains("INVALID"),
+        "{stdout}"
     );
+    check_ladder(&stdout, &report, "cpu", &[8, 16]);
+    // The CPU times every op: its shares are numbers.
+    let full_stages = backend(&report, "cpu").pointer("/run/ladder/0/rungs/0/stages");
+    let stages = full_stages.and_then(Value::as_array).expect("stages");
+    assert!(stages.iter().all(|s| s["ms"].is_f64()), "{stages:#?}");
 }
 
 #[test]
@@ -418,6 +536,23 @@ fn wgpu_row_is_included_when_an_adapter_exists() {
         &[],
     );
     assert!(gemv.contains("GB/s"), "{gemv}");
+
+    let outputs = Outputs::new("wgpu-ladder");
+    let args = [
+        "--preset",
+        "tiny",
+        "--backend",
+        "wgpu",
+        "-p",
+        "16",
+        "-n",
+        "1",
+        "-r",
+        "1",
+        "--ladder",
+    ];
+    let stdout = bench(&args, &outputs.args());
+    check_ladder(&stdout, &outputs.json(), "wgpu", &[16]);
 }
 
 /// Runs `qwen35 bench ARGS` with stderr captured (not a terminal); returns (stdout, stderr).

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::ladder;
 use super::table::spread;
 use super::traffic::{peak_rss_bytes, reset_peak_rss};
 use super::{
@@ -33,6 +34,8 @@ pub struct BenchOptions {
     pub threads: usize,
     pub profile: bool,
     pub skip: SkipLayers,
+    /// Also run the prefill isolation ladder ([`super::ladder`]) at the prompt sizes.
+    pub ladder: bool,
     /// Seed of the random prompt tokens.
     pub seed: u64,
     /// The GPU backends' settings.
@@ -123,6 +126,20 @@ fn measure(
         )));
         prefill.push(PrefillResult { tokens, tok_per_s });
     }
+    let ladder = if opts.ladder {
+        let steps = ladder::climb(
+            kind,
+            engine.as_mut(),
+            &opts.prompt_sizes,
+            repeats,
+            &mut |tokens| prompts.take(tokens),
+            progress,
+        )?;
+        engine.set_skip(opts.skip);
+        Some(steps)
+    } else {
+        None
+    };
 
     let mut seconds = Vec::new();
     let mut timed_counts = BackendStats::default();
@@ -235,6 +252,7 @@ fn measure(
         submits_per_token,
         profile,
         run_path,
+        ladder,
     })
 }
 

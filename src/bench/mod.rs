@@ -5,6 +5,7 @@
 
 mod gemm;
 mod gemv;
+mod ladder;
 mod measure;
 mod plot;
 mod table;
@@ -13,6 +14,7 @@ mod ttft;
 
 pub use gemm::{run_gemm, GemmOptions, GemmReport, GemmResult, GemmShape};
 pub use gemv::{run_gemv, GemvOptions, GemvReport, GemvTiming};
+pub use ladder::{LadderStep, Rung, StageTime, LADDER_PROMPT_SIZES};
 pub use measure::{bench_backend, BenchEvent, BenchOptions};
 pub use plot::render_svg;
 pub use table::{render_gemm, render_gemv, render_table};
@@ -98,6 +100,8 @@ pub struct BackendRun {
     /// Decode through `qwen35 run`'s loop ([`crate::generate::generate`]), greedy and sampled;
     /// empty where the model has no tokenizer.
     pub run_path: Vec<RunPathResult>,
+    /// `--ladder`: the prefill isolation ladder at each prompt size.
+    pub ladder: Option<Vec<LadderStep>>,
 }
 
 /// Decode speed of `qwen35 run` with one sampling setting, as `-n` tokens after the same

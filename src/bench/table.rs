@@ -1,8 +1,10 @@
 //! The human-readable rendering of a report: one row per backend, the notes that say what the
 //! numbers are, and with `--profile` one table per backend and phase.
 
+use super::ladder::STAGES;
 use super::{
-    BackendRun, GemmReport, GemvReport, GemvTiming, OpProfile, PeakSource, Report, Spread,
+    BackendRun, GemmReport, GemvReport, GemvTiming, LadderStep, OpProfile, PeakSource, Report,
+    Spread,
 };
 use crate::units::{bytes, count};
 
@@ -97,11 +99,49 @@ pub fn render_table(report: &Report) -> String {
             }
         }
     }
+    for backend in &report.backends {
+        if let Some(steps) = backend.run.as_ref().and_then(|r| r.ladder.as_ref()) {
+            out.push_str(&format!("\n{}", ladder_table(&backend.backend, steps)));
+        }
+    }
     if let Some(banner) = &banner {
         out.push('\n');
         out.push_str(banner);
     }
     out
+}
+
+/// One row per prompt size: each rung's median rate and wall time, then the full prefill's
+/// profiled time by stage, as shares.
+fn ladder_table(backend: &str, steps: &[LadderStep]) -> String {
+    let mut header = vec!["P".to_string()];
+    for rung in ["0 full", "1 skip gdn", "2 skip attn", "3 skip both"] {
+        header.extend([format!("{rung} tok/s"), "ms".into()]);
+    }
+    header.extend(STAGES.map(|stage| format!("{} %", stage.replace('_', " "))));
+    let mut rows = vec![header];
+    for step in steps {
+        let mut row = vec![step.tokens.to_string()];
+        for rung in &step.rungs {
+            row.extend([number(rung.tok_per_s.median), number(rung.ms.median)]);
+        }
+        let full = step
+            .rungs
+            .first()
+            .map(|r| &r.stages[..])
+            .unwrap_or_default();
+        let total: f64 = full.iter().filter_map(|s| s.ms).sum();
+        row.extend(full.iter().map(|stage| match stage.ms {
+            Some(ms) if total > 0.0 => format!("{:.1}", 100.0 * ms / total),
+            _ => "n/a".into(),
+        }));
+        rows.push(row);
+    }
+    format!(
+        "prefill ladder {backend} (medians; rung N leaves out the token mixing of the layers it names, keeping their projections and MLP):\n{}\
+         stage shares: of rung 0's profiled prefill, per-op times (GPU timestamps inflate small ops); n/a: the backend timed no op (no timestamps inside passes).\n",
+        columns(&rows)
+    )
 }
 
 /// The cell of a prompt size a backend did not run.

@@ -6,22 +6,17 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::gguf::GgufFile;
-use crate::model::SkipLayers;
-use crate::model::{Config, LayerKind};
+use crate::model::Config;
 
-/// Bytes of weights one decode token reads: every tensor of the layers that run, the output
-/// matrix (`token_embd` when tied) and one embedding row. Tensors of layers past the config's
-/// stack (e.g. a multi-token-prediction block) are not read by the forward and not counted.
-pub fn weight_bytes_per_token(file: &GgufFile, config: &Config, skip: SkipLayers) -> u64 {
-    let runs = |layer: usize| match config.layers.get(layer) {
-        Some(LayerKind::DeltaNet) => skip != SkipLayers::DeltaNet,
-        Some(LayerKind::FullAttention) => skip != SkipLayers::Attention,
-        None => false,
-    };
+/// Bytes of weights one decode token reads: every tensor of the layers, the output matrix
+/// (`token_embd` when tied) and one embedding row. Tensors of layers past the config's stack
+/// (e.g. a multi-token-prediction block) are not read by the forward and not counted. `--skip`
+/// leaves the count as it is: what it takes out of the forward are the mixing's small tensors.
+pub fn weight_bytes_per_token(file: &GgufFile, config: &Config) -> u64 {
     let layers: u64 = file
         .tensors()
         .iter()
-        .filter(|t| layer_of(&t.name).is_some_and(runs))
+        .filter(|t| layer_of(&t.name).is_some_and(|layer| layer < config.layers.len()))
         .map(|t| t.n_bytes)
         .sum();
     let embedding = file.tensor("token_embd.weight");

@@ -12,6 +12,7 @@ use qwen35::bench::{
     bench_backend, probe_read_gbps, render_gemm, render_gemv, render_svg, render_table, run_gemm,
     run_gemv, time_to_first_token, weight_bytes_per_token, BenchEvent, BenchOptions, GemmOptions,
     GemmReport, GemmShape, GemvOptions, GemvReport, Peak, PeakSource, Report, TtftOptions,
+    LADDER_PROMPT_SIZES,
 };
 use qwen35::gguf::GgufFile;
 use qwen35::model::SkipLayers;
@@ -116,8 +117,8 @@ struct ModelBenchArgs {
     /// Backends to compare, comma-separated (cpu, cpu-fast, wgpu, metal).
     #[arg(long, value_delimiter = ',', value_parser = parse_backend, default_value = "cpu")]
     backend: Vec<BackendKind>,
-    /// Prompt lengths timed for prefill, comma-separated.
-    #[arg(short = 'p', long = "prompt", value_delimiter = ',', allow_negative_numbers = true, value_parser = at_least_one, default_value = "512")]
+    /// Prompt lengths timed for prefill, comma-separated (default 512; with --ladder 256,512,1024,4096).
+    #[arg(short = 'p', long = "prompt", value_delimiter = ',', allow_negative_numbers = true, value_parser = at_least_one)]
     prompt_sizes: Vec<usize>,
     /// Tokens timed for decode.
     #[arg(short = 'n', long = "decode", allow_negative_numbers = true, value_parser = at_least_one, default_value = "128")]
@@ -146,9 +147,14 @@ struct ModelBenchArgs {
     /// Time every op class on a separate prefill and decode pass.
     #[arg(long)]
     profile: bool,
-    /// Leave out the bodies of one kind of layer (gdn or attn); the results are marked INVALID.
+    /// Leave out the token mixing of the gdn layers, the attn layers or both, keeping their
+    /// projections and MLP; the results are marked INVALID.
     #[arg(long, value_parser = parse_skip)]
     skip: Option<SkipLayers>,
+    /// The prefill isolation ladder at each -p: in full, with --skip gdn, attn and both, and the
+    /// full prefill's time by stage.
+    #[arg(long, conflicts_with = "skip")]
+    ladder: bool,
     /// Memory bandwidth in GB/s to hold decode against (default: a streaming-read probe on the
     /// CPU; unknown for GPUs).
     #[arg(long, allow_negative_numbers = true, value_parser = positive_gbps)]
@@ -219,6 +225,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
     let threads = cpu_threads(args.threads);
     let skip = args.skip.unwrap_or_default();
+    let prompt_sizes = match (args.prompt_sizes.is_empty(), args.ladder) {
+        (false, _) => args.prompt_sizes,
+        (true, false) => vec![512],
+        (true, true) => LADDER_PROMPT_SIZES.to_vec(),
+    };
     let mut progress = Progress::new();
     if args.source.model.is_none() && args.source.preset.is_none() {
         eprintln!(
@@ -233,14 +244,15 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
     }
     let (file, model, _temp) = args.source.open(args.seed, &mut progress)?;
     let config = Config::from_gguf(&file).context("reading the model's configuration")?;
-    let bytes_per_token = weight_bytes_per_token(&file, &config, skip);
+    let bytes_per_token = weight_bytes_per_token(&file, &config);
     let opts = BenchOptions {
-        prompt_sizes: args.prompt_sizes.clone(),
+        prompt_sizes: prompt_sizes.clone(),
         decode_tokens: args.decode_tokens,
         repeats: args.repeats,
         threads,
         profile: args.profile,
         skip,
+        ladder: args.ladder,
         seed: args.seed,
         gpu: args.gpu.options(),
     };
@@ -296,7 +308,7 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
         file_bytes: file.file_size(),
         weight_bytes_per_token: bytes_per_token,
         threads,
-        prompt_sizes: args.prompt_sizes,
+        prompt_sizes,
         decode_tokens: args.decode_tokens,
         repeats: args.repeats,
         backends,
@@ -517,9 +529,10 @@ fn skip_reason(skip: SkipLayers) -> Option<String> {
         SkipLayers::None => return None,
         SkipLayers::DeltaNet => "--skip gdn: the Gated DeltaNet layers",
         SkipLayers::Attention => "--skip attn: the full-attention layers",
+        SkipLayers::Both => "--skip both: all layers",
     };
     Some(format!(
-        "{layers} were not run, so these are not the model's speeds"
+        "{layers} did not mix tokens, so these are not the model's speeds"
     ))
 }
 
@@ -606,8 +619,9 @@ fn parse_skip(name: &str) -> Result<SkipLayers, String> {
     match name {
         "gdn" => Ok(SkipLayers::DeltaNet),
         "attn" => Ok(SkipLayers::Attention),
+        "both" => Ok(SkipLayers::Both),
         other => Err(format!(
-            "unknown layer kind {other:?} (expected gdn or attn)"
+            "unknown layer kind {other:?} (expected gdn, attn or both)"
         )),
     }
 }

@@ -4,10 +4,8 @@ use std::sync::Arc;
 
 use super::config::Config;
 use super::forward::{forward, Tokens};
-use super::state::LayerState;
 use super::state::{Snapshot, State};
-use super::weights::Weights;
-use super::weights::{Layer, Mixer};
+use super::weights::{Mixer, Weights};
 use super::ModelError;
 use crate::backend::cpu::{CpuBackend, CpuMode};
 use crate::backend::gpu::{GpuError, Wgpu};
@@ -55,27 +53,33 @@ pub trait Engine: Send {
     fn set_profiling(&mut self, on: bool);
     /// The backend's counters since the last call, which resets them.
     fn take_stats(&mut self) -> BackendStats;
-    /// Leaves out the bodies of one kind of layer from now on (benchmarking only: the logits
-    /// are wrong unless `skip` is `SkipLayers::None`).
+    /// Leaves out the token mixing of the layers `skip` names from now on (benchmarking only:
+    /// the logits are wrong unless `skip` is `SkipLayers::None`).
     fn set_skip(&mut self, skip: SkipLayers);
 }
 
-/// Layers whose bodies are not run, for timing the rest (`qwen35 bench --skip`); anything but
-/// `None` gives wrong logits.
+/// Layers whose token mixing is not run, for timing the rest (`qwen35 bench --skip` and
+/// `--ladder`): their projections, output projection and MLP still run. Anything but `None`
+/// gives wrong logits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SkipLayers {
     #[default]
     None,
     DeltaNet,
     Attention,
+    /// Both kinds: what is left is the matrix products, norms and activations.
+    Both,
 }
 
 impl SkipLayers {
     fn skips<B: Backend>(self, mixer: &Mixer<B>) -> bool {
         matches!(
             (self, mixer),
-            (SkipLayers::DeltaNet, Mixer::DeltaNet(_))
-                | (SkipLayers::Attention, Mixer::Attention(_))
+            (SkipLayers::DeltaNet | SkipLayers::Both, Mixer::DeltaNet(_))
+                | (
+                    SkipLayers::Attention | SkipLayers::Both,
+                    Mixer::Attention(_)
+                )
         )
     }
 }
@@ -214,9 +218,6 @@ pub struct Session<B: Backend> {
     config: Config,
     weights: Weights<B>,
     state: State<B>,
-    /// The layers [`Engine::set_skip`] took out of the model, with their states, each with its
-    /// index, in order.
-    parked: Vec<(usize, Layer<B>, LayerState<B>)>,
     /// With profiling on, the logits readbacks, timed apart from the forward they wait for.
     readback: Option<OpTiming>,
 }
@@ -246,7 +247,6 @@ impl<B: Backend> Session<B> {
             config,
             weights,
             state,
-            parked: Vec::new(),
             readback: None,
         })
     }
@@ -306,21 +306,10 @@ impl<B: Backend> Engine for Session<B> {
         stats
     }
 
-    /// The forward runs the layers it is given, so skipped layers are taken out of the weights
-    /// and the state (with their states) until the next call puts them back.
     fn set_skip(&mut self, skip: SkipLayers) {
-        for (i, layer, state) in self.parked.drain(..) {
-            self.weights.layers.insert(i, layer);
-            self.state.layers.insert(i, state);
+        for layer in &mut self.weights.layers {
+            layer.skip_mixing = skip.skips(&layer.mixer);
         }
-        for i in (0..self.weights.layers.len()).rev() {
-            if skip.skips(&self.weights.layers[i].mixer) {
-                let layer = self.weights.layers.remove(i);
-                let state = self.state.layers.remove(i);
-                self.parked.push((i, layer, state));
-            }
-        }
-        self.parked.reverse();
     }
 
     fn config(&self) -> &Config {

@@ -46,6 +46,7 @@ pub fn forward<B: Backend>(
             eps,
         };
         let (o, output) = match (&layer.mixer, layer_state) {
+            (mixer, _) if layer.skip_mixing => unmixed(b, cfg, mixer, u)?,
             (Mixer::Attention(a), LayerState::Attention { k, v }) => {
                 (attention(b, cfg, a, u, k, v, pos0)?, &a.output)
             }
@@ -94,6 +95,28 @@ impl<T> Normed<'_, T> {
     ) -> Result<[T; N], ModelError> {
         Ok(b.rms_norm_matmuls(self.x, self.weight, self.eps, ws)?)
     }
+}
+
+/// `qwen35 bench --skip`: the mixer's input projections and its output projection's operand
+/// without the token mixing between them, to time what the mixing costs. The stand-in for the
+/// mixing's output is z (delta net) or each attention head's query half; the logits are wrong.
+fn unmixed<'w, B: Backend>(
+    b: &B,
+    cfg: &Config,
+    mixer: &'w Mixer<B>,
+    u: Normed<'_, B::Tensor>,
+) -> Result<(B::Tensor, &'w B::Weight), ModelError> {
+    Ok(match mixer {
+        Mixer::Attention(a) => {
+            let [q_and_gate, _, _] = u.project(b, [&a.q, &a.k, &a.v])?;
+            let hd = cfg.head_dim;
+            (b.slice_cols(&q_and_gate, 2 * hd, 0, hd)?, &a.output)
+        }
+        Mixer::DeltaNet(d) => {
+            let [_, z, _, _] = u.project(b, [&d.qkv, &d.gate, &d.beta, &d.alpha])?;
+            (z, &d.out)
+        }
+    })
 }
 
 /// §4: gated full attention with qk-norm and partial NeoX RoPE; returns o, the input of the

@@ -21,6 +21,9 @@ pub struct Layer<B: Backend> {
     pub attn_norm: B::Tensor,
     pub post_attention_norm: B::Tensor,
     pub mixer: Mixer<B>,
+    /// Benchmarking only (`qwen35 bench --skip`): the forward runs the mixer's projections but
+    /// not its token mixing.
+    pub skip_mixing: bool,
     pub ffn_gate: B::Weight,
     pub ffn_up: B::Weight,
     pub ffn_down: B::Weight,
@@ -241,6 +244,7 @@ impl<B: Backend> Layer<B> {
             attn_norm: l.vector(&name("attn_norm.weight"), d)?,
             post_attention_norm: l.vector(&name("post_attention_norm.weight"), d)?,
             mixer,
+            skip_mixing: false,
             ffn_gate: l.matrix(&name("ffn_gate.weight"), d, cfg.n_ff)?,
             ffn_up: l.matrix(&name("ffn_up.weight"), d, cfg.n_ff)?,
             ffn_down: l.matrix(&name("ffn_down.weight"), cfg.n_ff, d)?,
