@@ -10,7 +10,7 @@ use super::ops::f32_bytes;
 use super::{GpuError, GpuTensor, Wgpu};
 use crate::backend::{DeltaNetShape, DeltaRule, Qkv};
 
-/// Tokens per chunk (WGSL `C` of both kernels).
+/// Tokens per chunk (WGSL `CHUNK` of delta_rule_chunked_io.wgsl, `C` of the factors kernel).
 const CHUNK: usize = 64;
 /// State columns per workgroup of both chunked kernels (WGSL `COLS`).
 const COLS: usize = 16;
