@@ -854,13 +854,13 @@ fn chunked_delta_rule_matches_token_by_token() {
     }
 }
 
-/// The adapter with the chunked delta rule in f32 even where it has cooperative matrices
-/// (`--no-cooperative-delta-rule`).
-fn f32_delta_rule_gpu() -> &'static Wgpu {
-    static F32: OnceLock<Wgpu> = OnceLock::new();
-    F32.get_or_init(|| {
+/// The adapter with the chunked delta rule on cooperative matrices where it has them
+/// (`--cooperative-delta-rule`; off by default).
+fn cooperative_delta_rule_gpu() -> &'static Wgpu {
+    static COOPERATIVE: OnceLock<Wgpu> = OnceLock::new();
+    COOPERATIVE.get_or_init(|| {
         Wgpu::with_options(&GpuOptions {
-            cooperative_delta_rule: false,
+            cooperative_delta_rule: true,
             ..GpuOptions::default()
         })
         .expect("the adapter opened once already")
@@ -875,9 +875,10 @@ fn f32_delta_rule_gpu() -> &'static Wgpu {
 #[test]
 fn chunked_delta_rule_against_reference_at_awkward_sizes() {
     let Some(gpu) = gpu() else { return };
-    let mut devices = vec![("f32", f32_delta_rule_gpu())];
-    if gpu.delta_rule_in_f16() {
-        devices.push(("cooperative", gpu));
+    let mut devices = vec![("f32", gpu)];
+    let cooperative = cooperative_delta_rule_gpu();
+    if cooperative.delta_rule_in_f16() {
+        devices.push(("cooperative", cooperative));
     } else {
         let _ = writeln!(
             std::io::stderr(),

@@ -116,10 +116,10 @@ pub struct GpuArgs {
     /// delta rule then runs in f32 too.
     #[arg(long)]
     pub no_cooperative_matrix: bool,
-    /// The chunked delta rule of a prefill in f32 even where the GPU has cooperative matrices
-    /// (to compare).
+    /// The chunked delta rule of a prefill on cooperative matrices (f16) where the GPU has them
+    /// (to compare: not yet faster than the f32 kernel).
     #[arg(long)]
-    pub no_cooperative_delta_rule: bool,
+    pub cooperative_delta_rule: bool,
     /// Every runtime check in the kernels (loop bounds, integer division), not only buffer bounds.
     #[arg(long)]
     pub all_shader_checks: bool,
@@ -144,7 +144,7 @@ impl GpuArgs {
             memory_limit: self.gpu_memory_limit,
             integer_gemv: !self.f32_gemv,
             cooperative_matrix: !self.no_cooperative_matrix,
-            cooperative_delta_rule: !self.no_cooperative_delta_rule,
+            cooperative_delta_rule: self.cooperative_delta_rule,
             all_shader_checks: self.all_shader_checks,
             ..GpuOptions::default()
         }

@@ -14,7 +14,8 @@ pub struct GpuOptions {
     /// Prefill GEMMs on cooperative matrices (tensor cores) where the device has them.
     pub cooperative_matrix: bool,
     /// The chunked delta rule's products on cooperative matrices (f16 operands, f32 sums) where
-    /// the device has them and `cooperative_matrix` is on.
+    /// the device has them and `cooperative_matrix` is on. Off by default: on the H100 it ran no
+    /// faster than the f32 kernel (benches/results/h100-2026-12-06-deltacoop), which is exact.
     pub cooperative_delta_rule: bool,
     /// Loop bounding and guarded integer division in every kernel, besides the buffer bounds
     /// checks that are always on. They cost ALU in every inner loop (decode of the 27B shape ran
@@ -30,7 +31,7 @@ impl Default for GpuOptions {
             memory_limit: None,
             integer_gemv: true,
             cooperative_matrix: true,
-            cooperative_delta_rule: true,
+            cooperative_delta_rule: false,
             all_shader_checks: false,
             subgroups: true,
         }
