@@ -112,9 +112,14 @@ pub struct GpuArgs {
     /// Decode GEMVs on f32 activations instead of 14-bit integers (to compare).
     #[arg(long)]
     pub f32_gemv: bool,
-    /// Prefill GEMMs in f32 tiles even where the GPU has cooperative matrices (to compare).
+    /// Prefill GEMMs in f32 tiles even where the GPU has cooperative matrices (to compare); the
+    /// delta rule then runs in f32 too.
     #[arg(long)]
     pub no_cooperative_matrix: bool,
+    /// The chunked delta rule of a prefill on cooperative matrices (f16) where the GPU has them
+    /// (to compare: not yet faster than the f32 kernel).
+    #[arg(long)]
+    pub cooperative_delta_rule: bool,
     /// Every runtime check in the kernels (loop bounds, integer division), not only buffer bounds.
     #[arg(long)]
     pub all_shader_checks: bool,
@@ -139,6 +144,7 @@ impl GpuArgs {
             memory_limit: self.gpu_memory_limit,
             integer_gemv: !self.f32_gemv,
             cooperative_matrix: !self.no_cooperative_matrix,
+            cooperative_delta_rule: self.cooperative_delta_rule,
             all_shader_checks: self.all_shader_checks,
             ..GpuOptions::default()
         }

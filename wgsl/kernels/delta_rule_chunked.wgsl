@@ -6,31 +6,10 @@
 //   O  = (e^γ ⊙ Q)·S + A·V'               (rows past the end are not written)
 //   S  ← e^{γ_last}·S + ((e^{γ_last − γ}) ⊙ K)ᵀ·V'
 // S is the f32 state row of the head (k_dim × v_dim, key index major), read at the start and
-// written back at the end, so that several dispatches can continue one sequence.
+// written back at the end, so that several dispatches can continue one sequence. The operands
+// and the loads and stores: delta_rule_chunked_io.wgsl.
 
-struct Params {
-    n_k_head: u32,
-    n_v_head: u32,
-    k_dim: u32,
-    v_dim: u32,
-    rows: u32,
-    first_row: u32,
-    chunks: u32,
-    column_blocks: u32,
-}
-
-@group(0) @binding(0) var<storage, read> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> factors: array<f32>;
-@group(0) @binding(5) var<storage, read_write> state: array<f32>;
-@group(0) @binding(6) var<storage, read_write> out: array<f32>;
-
-const C: u32 = 64u;
-const THREADS: u32 = 256u;
 const MAX_K_DIM: u32 = 256u;
-const COLS: u32 = 16u;
 // In the C × COLS products each invocation owns one token row and QUAD = 4 columns.
 const QUAD: u32 = 4u;
 // In the state update each invocation owns one column and every ROW_STEP-th key row.
@@ -39,13 +18,9 @@ const MAX_ROWS_PER_LANE: u32 = MAX_K_DIM / ROW_STEP;
 
 var<workgroup> s: array<f32, MAX_K_DIM * COLS>;
 // This chunk's values, then V'.
-var<workgroup> vs: array<f32, C * COLS>;
-var<workgroup> head: array<f32, C>;
-var<workgroup> tail: array<f32, C>;
-
-fn factors_at(chunk: u32, h: u32) -> u32 {
-    return (chunk * p.n_v_head + h) * (2u * C * C + C * p.k_dim + C);
-}
+var<workgroup> vs: array<f32, CHUNK * COLS>;
+var<workgroup> head: array<f32, CHUNK>;
+var<workgroup> tail: array<f32, CHUNK>;
 
 fn quad_at(a: u32) -> vec4<f32> {
     return vec4<f32>(vs[a], vs[a + 1u], vs[a + 2u], vs[a + 3u]);
@@ -70,16 +45,8 @@ fn main(
     let j0 = (id % p.column_blocks) * COLS;
     let kh = h % p.n_k_head;
     let qk_cols = p.n_k_head * p.k_dim;
-    let v_cols = p.n_v_head * p.v_dim;
     let s_base = h * p.k_dim * p.v_dim;
-    for (var e = lid; e < p.k_dim * COLS; e += THREADS) {
-        let j = j0 + e % COLS;
-        var value = 0.0;
-        if (j < p.v_dim) {
-            value = state[s_base + (e / COLS) * p.v_dim + j];
-        }
-        s[e] = value;
-    }
+    load_state(s_base, j0, p.k_dim, lid);
     // Invocation (t, quad) of the C × COLS products.
     let t = lid / (COLS / QUAD);
     let jq = (lid % (COLS / QUAD)) * QUAD;
@@ -88,33 +55,23 @@ fn main(
     let sr = lid / COLS;
 
     for (var chunk = 0u; chunk < p.chunks; chunk++) {
-        let t0 = p.first_row + chunk * C;
-        let len = min(C, p.rows - t0);
+        let t0 = p.first_row + chunk * CHUNK;
+        let len = min(CHUNK, p.rows - t0);
         let f = factors_at(chunk, h);
-        let w_at = f + 2u * C * C;
-        let gamma_at = w_at + C * p.k_dim;
+        let w_at = f + 2u * CHUNK * CHUNK;
+        let gamma_at = w_at + CHUNK * p.k_dim;
         // Everyone is done with the last chunk's values and state.
         workgroupBarrier();
-        if (lid < C) {
-            let gamma_last = factors[gamma_at + C - 1u];
-            head[lid] = exp(factors[gamma_at + lid]);
-            tail[lid] = exp(gamma_last - factors[gamma_at + lid]);
-        }
-        for (var e = lid; e < C * COLS; e += THREADS) {
-            let tt = e / COLS;
-            let j = j0 + e % COLS;
-            var value = 0.0;
-            if (tt < len && j < p.v_dim) {
-                value = v[(t0 + tt) * v_cols + h * p.v_dim + j];
-            }
-            vs[e] = value;
+        load_decays(gamma_at, lid);
+        for (var e = lid; e < CHUNK * COLS; e += THREADS) {
+            vs[e] = value_at(t0, len, h, e / COLS, j0 + e % COLS);
         }
         workgroupBarrier();
 
         // V' = T'·V − W·S, into vs once everyone has read V.
         var v_new = vec4<f32>(0.0);
-        for (var m = 0u; m < C; m++) {
-            v_new += factors[f + t * C + m] * quad_at(m * COLS + jq);
+        for (var m = 0u; m < CHUNK; m++) {
+            v_new += factors[f + t * CHUNK + m] * quad_at(m * COLS + jq);
         }
         for (var i = 0u; i < p.k_dim; i++) {
             v_new -= factors[w_at + t * p.k_dim + i] * state_quad_at(i * COLS + jq);
@@ -134,13 +91,10 @@ fn main(
             }
             o *= head[t];
             for (var m = 0u; m <= t; m++) {
-                o += factors[f + C * C + t * C + m] * quad_at(m * COLS + jq);
+                o += factors[f + CHUNK * CHUNK + t * CHUNK + m] * quad_at(m * COLS + jq);
             }
             for (var c = 0u; c < QUAD; c++) {
-                let j = j0 + jq + c;
-                if (j < p.v_dim) {
-                    out[(t0 + t) * v_cols + h * p.v_dim + j] = o[c];
-                }
+                store_out(t0, len, h, t, j0 + jq + c, o[c]);
             }
         }
 
@@ -149,7 +103,7 @@ fn main(
         for (var r = 0u; r < MAX_ROWS_PER_LANE; r++) {
             let i = sr + r * ROW_STEP;
             if (i < p.k_dim) {
-                var acc = head[C - 1u] * s[i * COLS + sc];
+                var acc = head[CHUNK - 1u] * s[i * COLS + sc];
                 for (var tt = 0u; tt < len; tt++) {
                     acc += tail[tt] * k[(t0 + tt) * qk_cols + kh * p.k_dim + i] * vs[tt * COLS + sc];
                 }
@@ -165,10 +119,5 @@ fn main(
         }
     }
     workgroupBarrier();
-    for (var e = lid; e < p.k_dim * COLS; e += THREADS) {
-        let j = j0 + e % COLS;
-        if (j < p.v_dim) {
-            state[s_base + (e / COLS) * p.v_dim + j] = s[e];
-        }
-    }
+    store_state(s_base, j0, lid);
 }

@@ -1,6 +1,7 @@
 //! Cooperative matrices (tensor cores) for the prefill GEMM: whether the adapter has the shape the
 //! kernel uses, the experimental opt-in wgpu asks for, the GEMM itself, and a check at startup
-//! that it agrees with the f32 GEMM before any model runs on it.
+//! that it agrees with the f32 GEMM before any model runs on it. The chunked delta rule's kernel
+//! on them (delta_chunks.rs) needs the same features.
 //!
 //! The kernel multiplies f16 matrices. x is converted once per call and the weight rows are
 //! decoded chunk by chunk into an f16 scratch matrix, each element once, by invocations that read
@@ -90,13 +91,30 @@ pub fn experimental_features(requested: bool) -> wgpu::ExperimentalFeatures {
     }
 }
 
-/// Builds the cooperative kernels' pipelines; false (with the reason logged) if the device
+/// Builds the cooperative GEMM's pipelines; false (with the reason logged) if the device
 /// rejects them.
 pub fn add_pipelines(pipelines: &mut Pipelines, device: &wgpu::Device) -> bool {
     match pipelines.add_cooperative(device) {
         Ok(()) => true,
         Err(e) => {
             log::warn!("wgpu: prefill GEMM in f32 tiles (cooperative kernels rejected: {e})");
+            false
+        }
+    }
+}
+
+/// Builds the chunked delta rule's pipeline on cooperative matrices, apart from the GEMM's so
+/// that either runs without the other; false (with the reason logged) if the device rejects it.
+pub fn add_delta_rule_pipeline(pipelines: &mut Pipelines, device: &wgpu::Device) -> bool {
+    match pipelines.add(device, Kernel::DeltaRuleChunkedCoop) {
+        Ok(()) => {
+            log::info!("wgpu: chunked delta rule on cooperative matrices (f16 → f32)");
+            true
+        }
+        Err(e) => {
+            log::warn!(
+                "wgpu: chunked delta rule in f32 (its cooperative kernel was rejected: {e})"
+            );
             false
         }
     }

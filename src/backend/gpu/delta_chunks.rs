@@ -2,17 +2,20 @@
 //! token recurrence up to rounding. The key-side factors of every chunk are independent of the
 //! state, so one dispatch computes them for all chunks at once; a second walks the chunks in
 //! order per (value head, block of state columns), updating the state once per chunk instead of
-//! once per token.
+//! once per token: on cooperative matrices (f16 operands, f32 sums) where the device has them and
+//! the keys fit, else in f32.
 
 use super::kernels::Kernel;
 use super::ops::f32_bytes;
 use super::{GpuError, GpuTensor, Wgpu};
 use crate::backend::{DeltaNetShape, DeltaRule, Qkv};
 
-/// Tokens per chunk (WGSL `C` of both kernels).
+/// Tokens per chunk (WGSL `CHUNK` of delta_rule_chunked_io.wgsl, `C` of the factors kernel).
 const CHUNK: usize = 64;
-/// State columns per workgroup of delta_rule_chunked.wgsl (WGSL `COLS`).
+/// State columns per workgroup of both chunked kernels (WGSL `COLS`).
 const COLS: usize = 16;
+/// Largest k_dim delta_rule_chunked_coop.wgsl holds (WGSL `KEYS`), the Qwen3.5 models' own.
+const COOPERATIVE_MAX_K_DIM: usize = 128;
 /// Bytes of chunk factors at most: longer inputs are taken in segments of chunks, the state
 /// carrying over.
 const MAX_FACTOR_BYTES: u64 = 256 << 20;
@@ -41,6 +44,11 @@ impl Wgpu {
             ((MAX_FACTOR_BYTES.min(self.binding_limit) / segment_bytes) as usize).clamp(1, chunks);
         let factors = self.output(segment * n_v_head, chunk_floats)?;
         let column_blocks = v_dim.div_ceil(COLS);
+        let kernel = if self.cooperative_delta_rule && k_dim <= COOPERATIVE_MAX_K_DIM {
+            Kernel::DeltaRuleChunkedCoop
+        } else {
+            Kernel::DeltaRuleChunked
+        };
         for first_chunk in (0..chunks).step_by(segment) {
             let count = segment.min(chunks - first_chunk);
             let first_row = first_chunk * CHUNK;
@@ -69,7 +77,7 @@ impl Wgpu {
                 qk_bytes + (rows * n_v_head * 8) as u64,
             )?;
             self.record(
-                Kernel::DeltaRuleChunked,
+                kernel,
                 &[
                     n_k_head as u32,
                     n_v_head as u32,

@@ -49,6 +49,7 @@ const Q6_K_SPAN: SourceFile = wgsl!("lib/q6_k_span");
 const GEMV_ROWS_DOT: SourceFile = wgsl!("lib/gemv_rows_dot");
 const SOFTPLUS: SourceFile = wgsl!("lib/softplus");
 const ROPE_ANGLE: SourceFile = wgsl!("lib/rope_angle");
+const DELTA_RULE_CHUNKED_IO: SourceFile = wgsl!("lib/delta_rule_chunked_io");
 
 /// A weight storage format with a GPU decoder: the file's blocks, bound as they are.
 #[allow(non_camel_case_types)]
@@ -227,6 +228,8 @@ pub enum Kernel {
     DeltaRuleChunkFactors,
     /// The chunked delta rule over the factors, carrying the state.
     DeltaRuleChunked,
+    /// [`Kernel::DeltaRuleChunked`] with its products on cooperative matrices (tensor cores).
+    DeltaRuleChunkedCoop,
 }
 
 impl Kernel {
@@ -281,6 +284,7 @@ impl Kernel {
             Kernel::DeltaRule,
             Kernel::DeltaRuleChunkFactors,
             Kernel::DeltaRuleChunked,
+            Kernel::DeltaRuleChunkedCoop,
         ]);
         all
     }
@@ -333,16 +337,19 @@ impl Kernel {
             Kernel::DeltaNetGates => "delta_net_gates".into(),
             Kernel::DeltaRule => "delta_rule".into(),
             Kernel::DeltaRuleChunkFactors => "delta_rule chunk factors".into(),
-            Kernel::DeltaRuleChunked => "delta_rule chunked".into(),
+            Kernel::DeltaRuleChunked | Kernel::DeltaRuleChunkedCoop => "delta_rule chunked".into(),
         }
     }
 
-    /// Whether this kernel belongs to the GEMM on cooperative matrices, built only where the
-    /// device has them, f16 and subgroups of 32 invocations.
+    /// Whether this kernel belongs to the GEMM or the delta rule on cooperative matrices, built
+    /// only where the device has them, f16 and subgroups of 32 invocations.
     pub fn needs_cooperative_matrix(self) -> bool {
         matches!(
             self,
-            Kernel::GemmCoop | Kernel::HalfActivations | Kernel::HalfWeights(_)
+            Kernel::GemmCoop
+                | Kernel::HalfActivations
+                | Kernel::HalfWeights(_)
+                | Kernel::DeltaRuleChunkedCoop
         )
     }
 
@@ -350,7 +357,7 @@ impl Kernel {
     /// device has subgroup operations.
     pub fn files(self, subgroups: bool) -> Vec<SourceFile> {
         let mut files = Vec::new();
-        if self == Kernel::GemmCoop {
+        if matches!(self, Kernel::GemmCoop | Kernel::DeltaRuleChunkedCoop) {
             files.push(wgsl!("lib/cooperative_matrix"));
         }
         files.push(GRID);
@@ -436,7 +443,15 @@ impl Kernel {
             Kernel::DeltaRule => files.extend([SOFTPLUS, wgsl!("kernels/delta_rule")]),
             Kernel::AttentionPrefill => files.push(wgsl!("kernels/attention_prefill")),
             Kernel::DeltaRuleChunkFactors => files.push(wgsl!("kernels/delta_rule_chunk_factors")),
-            Kernel::DeltaRuleChunked => files.push(wgsl!("kernels/delta_rule_chunked")),
+            Kernel::DeltaRuleChunked => {
+                files.extend([DELTA_RULE_CHUNKED_IO, wgsl!("kernels/delta_rule_chunked")]);
+            }
+            Kernel::DeltaRuleChunkedCoop => {
+                files.extend([
+                    DELTA_RULE_CHUNKED_IO,
+                    wgsl!("kernels/delta_rule_chunked_coop"),
+                ]);
+            }
         }
         files
     }
@@ -599,11 +614,12 @@ impl Pipelines {
         Ok(pipelines)
     }
 
-    /// The pipelines of the kernels on cooperative matrices, for a device with
-    /// `EXPERIMENTAL_COOPERATIVE_MATRIX`, `SHADER_F16` and `SUBGROUP`.
+    /// The pipelines of the GEMM on cooperative matrices, for a device with
+    /// `EXPERIMENTAL_COOPERATIVE_MATRIX`, `SHADER_F16` and `SUBGROUP` (the delta rule's is added
+    /// on its own).
     pub fn add_cooperative(&mut self, device: &wgpu::Device) -> Result<(), GpuError> {
         for kernel in Kernel::all() {
-            if kernel.needs_cooperative_matrix() {
+            if kernel.needs_cooperative_matrix() && kernel != Kernel::DeltaRuleChunkedCoop {
                 self.add(device, kernel)?;
             }
         }

@@ -59,6 +59,9 @@ pub struct Wgpu {
     rope_tables: Mutex<std::collections::HashMap<(usize, u32), wgpu::Buffer>>,
     /// Whether prefill GEMMs run on cooperative matrices (tensor cores).
     cooperative_matrix: bool,
+    /// Whether the chunked delta rule runs on cooperative matrices
+    /// ([`GpuOptions::cooperative_delta_rule`]).
+    cooperative_delta_rule: bool,
     /// The normed input of the last projection, reused by the next of the same input.
     last_normed: Mutex<Option<ops::LastNormed>>,
     /// Whether the GEMVs of formats with an integer span reader take quantized activations
@@ -148,6 +151,12 @@ impl Wgpu {
         self.cooperative_matrix
     }
 
+    /// Whether the chunked delta rule multiplies in f16 (cooperative matrices) where its shape
+    /// allows, rather than in f32.
+    pub fn delta_rule_in_f16(&self) -> bool {
+        self.cooperative_delta_rule
+    }
+
     /// [`Wgpu::with_options`] on a Metal adapter only, with MSL passthrough shaders where it has
     /// them (for the Metal backend).
     pub(crate) fn new_metal(options: &GpuOptions) -> Result<Wgpu, GpuError> {
@@ -223,6 +232,9 @@ impl Wgpu {
             }
         });
         let mut pipelines = Pipelines::build(&device, &info, options.all_shader_checks)?;
+        let cooperative_delta_rule = cooperative
+            && options.cooperative_delta_rule
+            && cooperative::add_delta_rule_pipeline(&mut pipelines, &device);
         let cooperative = cooperative && cooperative::add_pipelines(&mut pipelines, &device);
         let limits = device.limits();
         let binding_limit = limits
@@ -249,6 +261,7 @@ impl Wgpu {
             buffer_pool: Default::default(),
             rope_tables: Mutex::new(Default::default()),
             cooperative_matrix: cooperative,
+            cooperative_delta_rule,
             last_normed: Mutex::new(None),
             integer_gemv: options.integer_gemv,
             last_quantized: Mutex::new(None),

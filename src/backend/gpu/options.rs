@@ -13,6 +13,10 @@ pub struct GpuOptions {
     pub integer_gemv: bool,
     /// Prefill GEMMs on cooperative matrices (tensor cores) where the device has them.
     pub cooperative_matrix: bool,
+    /// The chunked delta rule's products on cooperative matrices (f16 operands, f32 sums) where
+    /// the device has them and `cooperative_matrix` is on. Off by default: on the H100 it ran no
+    /// faster than the f32 kernel (benches/results/h100-2026-12-06-deltacoop), which is exact.
+    pub cooperative_delta_rule: bool,
     /// Loop bounding and guarded integer division in every kernel, besides the buffer bounds
     /// checks that are always on. They cost ALU in every inner loop (decode of the 27B shape ran
     /// 23% faster on the H200 without them) and guard against what the kernels do not do.
@@ -27,6 +31,7 @@ impl Default for GpuOptions {
             memory_limit: None,
             integer_gemv: true,
             cooperative_matrix: true,
+            cooperative_delta_rule: false,
             all_shader_checks: false,
             subgroups: true,
         }

@@ -1,0 +1,167 @@
+// The chunked gated delta rule of delta_rule_chunked.wgsl with its products on cooperative
+// matrices (tensor cores): f16 operands, f32 sums, the state kept in f32 between chunks. The key
+// dimension is padded with zeros to KEYS (the host runs delta_rule_chunked.wgsl for wider keys),
+// and each C × COLS product stacks its two terms into one of depth KEYS + C:
+//   V' = [−W | T']·[S; V]                         (C × COLS)
+//   O  = [e^γ ⊙ Q | A]·[S; V']                    (rows past the end are not written)
+//   S  ← e^{γ_last}·S + ((e^{γ_last − γ}) ⊙ K)ᵀ·V'   (KEYS × COLS, depth C)
+// so that each of the 8 subgroups (of 32 invocations; the backend selects this kernel only where
+// subgroups have that size) takes one 16-row block of the output over half of the depth, the two
+// halves summed through workgroup memory; in the state update each subgroup owns 16 key rows of
+// S. The left operands are staged as f16 in workgroup memory by the whole workgroup, row by row,
+// so that their loads from the factors and from q and k are coalesced.
+
+const KEYS: u32 = 128u;
+const BLOCK: u32 = 16u;
+const SUBGROUPS: u32 = THREADS / 32u;
+// One 16-row block of S per subgroup; the C × COLS products in SUBGROUPS / 2 blocks of rows.
+const_assert KEYS == SUBGROUPS * BLOCK;
+const_assert CHUNK == SUBGROUPS / 2u * BLOCK;
+const DEPTH: u32 = KEYS + CHUNK;
+const HALF_STEPS: u32 = DEPTH / BLOCK / 2u;
+// Eight halves of padding keep every row 16-byte aligned, as cooperative loads require.
+const LHS_STRIDE: u32 = DEPTH + 8u;
+
+var<workgroup> s: array<f32, KEYS * COLS>;
+// [S; V] as f16, then [S; V'].
+var<workgroup> rhs: array<f16, DEPTH * COLS>;
+// [−W | T'], then [e^γ ⊙ Q | A], then (e^{γ_last − γ} ⊙ K) in the first KEYS columns.
+var<workgroup> lhs: array<f16, CHUNK * LHS_STRIDE>;
+// Each subgroup's block of a C × COLS product over its half of the depth.
+var<workgroup> partial: array<f32, SUBGROUPS * BLOCK * BLOCK>;
+var<workgroup> head: array<f32, CHUNK>;
+var<workgroup> tail: array<f32, CHUNK>;
+
+// This subgroup's block of lhs·rhs: rows 16·(sg_id mod 4).., over depth half sg_id / 4, into
+// its block of `partial`.
+fn multiply_half(sg_id: u32) {
+    let a_at = (sg_id % (SUBGROUPS / 2u)) * BLOCK * LHS_STRIDE;
+    let first_step = (sg_id / (SUBGROUPS / 2u)) * HALF_STEPS;
+    var acc = coop_mat16x16<f32, C>();
+    for (var step = 0u; step < HALF_STEPS; step++) {
+        let depth = (first_step + step) * BLOCK;
+        let a = coopLoadT<coop_mat16x16<f16, A>>(&lhs[a_at + depth], LHS_STRIDE);
+        let b = coopLoadT<coop_mat16x16<f16, B>>(&rhs[depth * COLS], COLS);
+        acc = coopMultiplyAdd(a, b, acc);
+    }
+    coopStoreT(acc, &partial[sg_id * BLOCK * BLOCK], BLOCK);
+}
+
+// Row t, column j of the product that multiply_half left in `partial`.
+fn product_at(t: u32, j: u32) -> f32 {
+    let at = (t / BLOCK) * BLOCK * BLOCK + (t % BLOCK) * BLOCK + j;
+    return partial[at] + partial[at + SUBGROUPS / 2u * BLOCK * BLOCK];
+}
+
+@compute @workgroup_size(THREADS)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(subgroup_id) sg_id: u32,
+) {
+    // Workgroups of a folded grid past the last (head, columns) redo the last one and store
+    // nothing: cooperative operations may not follow a return.
+    let blocks = p.n_v_head * p.column_blocks;
+    let id = workgroup_index(wid, nwg);
+    let live = id < blocks;
+    let block = min(id, blocks - 1u);
+    let h = block / p.column_blocks;
+    let j0 = (block % p.column_blocks) * COLS;
+    let kh = h % p.n_k_head;
+    let qk_cols = p.n_k_head * p.k_dim;
+    let s_base = h * p.k_dim * p.v_dim;
+    load_state(s_base, j0, KEYS, lid);
+
+    for (var chunk = 0u; chunk < p.chunks; chunk++) {
+        let t0 = p.first_row + chunk * CHUNK;
+        let len = min(CHUNK, p.rows - t0);
+        let f = factors_at(chunk, h);
+        let w_at = f + 2u * CHUNK * CHUNK;
+        let gamma_at = w_at + CHUNK * p.k_dim;
+        // Everyone is done with the last chunk's operands and state.
+        workgroupBarrier();
+        load_decays(gamma_at, lid);
+        for (var e = lid; e < CHUNK * DEPTH; e += THREADS) {
+            let t = e / DEPTH;
+            let c = e % DEPTH;
+            var value = 0.0;
+            if (c >= KEYS) {
+                value = factors[f + t * CHUNK + c - KEYS];
+            } else if (c < p.k_dim) {
+                value = -factors[w_at + t * p.k_dim + c];
+            }
+            lhs[t * LHS_STRIDE + c] = f16(value);
+        }
+        for (var e = lid; e < DEPTH * COLS; e += THREADS) {
+            let r = e / COLS;
+            var value = 0.0;
+            if (r < KEYS) {
+                value = s[e];
+            } else {
+                value = value_at(t0, len, h, r - KEYS, j0 + e % COLS);
+            }
+            rhs[e] = f16(value);
+        }
+        workgroupBarrier();
+
+        multiply_half(sg_id);
+        workgroupBarrier();
+        // V' over V, and the operand of O: e^γ ⊙ Q beside A.
+        for (var e = lid; e < CHUNK * COLS; e += THREADS) {
+            rhs[KEYS * COLS + e] = f16(product_at(e / COLS, e % COLS));
+        }
+        for (var e = lid; e < CHUNK * DEPTH; e += THREADS) {
+            let t = e / DEPTH;
+            let c = e % DEPTH;
+            var value = 0.0;
+            if (c >= KEYS) {
+                value = factors[f + CHUNK * CHUNK + t * CHUNK + c - KEYS];
+            } else if (t < len && c < p.k_dim) {
+                value = q[(t0 + t) * qk_cols + kh * p.k_dim + c] * head[t];
+            }
+            lhs[t * LHS_STRIDE + c] = f16(value);
+        }
+        workgroupBarrier();
+
+        multiply_half(sg_id);
+        workgroupBarrier();
+        // O out, and the operands of the state update: e^{γ_last}·S and the weighted keys.
+        for (var e = lid; e < CHUNK * COLS; e += THREADS) {
+            let o = product_at(e / COLS, e % COLS);
+            if (live) {
+                store_out(t0, len, h, e / COLS, j0 + e % COLS, o);
+            }
+        }
+        for (var e = lid; e < CHUNK * KEYS; e += THREADS) {
+            let t = e / KEYS;
+            let i = e % KEYS;
+            var value = 0.0;
+            if (t < len && i < p.k_dim) {
+                value = k[(t0 + t) * qk_cols + kh * p.k_dim + i] * tail[t];
+            }
+            lhs[t * LHS_STRIDE + i] = f16(value);
+        }
+        for (var e = lid; e < KEYS * COLS; e += THREADS) {
+            s[e] *= head[CHUNK - 1u];
+        }
+        workgroupBarrier();
+
+        // Key rows 16·sg_id.. of S; A = the weighted keys transposed (column-major in lhs).
+        let s_at = sg_id * BLOCK * COLS;
+        var acc = coopLoadT<coop_mat16x16<f32, C>>(&s[s_at], COLS);
+        for (var step = 0u; step < CHUNK / BLOCK; step++) {
+            let a = coopLoad<coop_mat16x16<f16, A>>(
+                &lhs[step * BLOCK * LHS_STRIDE + sg_id * BLOCK],
+                LHS_STRIDE,
+            );
+            let b = coopLoadT<coop_mat16x16<f16, B>>(&rhs[(KEYS + step * BLOCK) * COLS], COLS);
+            acc = coopMultiplyAdd(a, b, acc);
+        }
+        coopStoreT(acc, &s[s_at], COLS);
+    }
+    workgroupBarrier();
+    if (live) {
+        store_state(s_base, j0, lid);
+    }
+}
