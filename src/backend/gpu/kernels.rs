@@ -63,6 +63,7 @@ const Q6_K_SPAN: WgslFile = wgsl!("lib/q6_k_span");
 const GEMV_ROWS_DOT: WgslFile = wgsl!("lib/gemv_rows_dot");
 const SOFTPLUS: WgslFile = wgsl!("lib/softplus");
 const ROPE_ANGLE: WgslFile = wgsl!("lib/rope_angle");
+const DECODE_KV_ROWS: WgslFile = wgsl!("lib/decode_kv_rows");
 
 /// A weight storage format with a GPU decoder: the file's blocks, bound as they are.
 #[allow(non_camel_case_types)]
@@ -222,6 +223,11 @@ pub enum Kernel {
     Rope,
     QkNormRope,
     Attention,
+    /// Attention of one query row, each kv head's cache rows read once for its GQA group's
+    /// query heads: one dispatch, or splits of the cache merged by [`Kernel::AttentionCombine`].
+    AttentionDecode,
+    /// Attention of one query row by query head and block of cache rows
+    /// ([`super::GpuOptions::per_head_attention`]), merged by [`Kernel::AttentionCombine`].
     AttentionBlocks,
     AttentionCombine,
     /// Attention for many query rows at once (prefill), by blocks of query tokens.
@@ -282,6 +288,7 @@ impl Kernel {
             Kernel::Rope,
             Kernel::QkNormRope,
             Kernel::Attention,
+            Kernel::AttentionDecode,
             Kernel::AttentionBlocks,
             Kernel::AttentionCombine,
             Kernel::AttentionPrefill,
@@ -334,9 +341,10 @@ impl Kernel {
             Kernel::L2Norm => "l2_norm".into(),
             Kernel::Rope => "rope".into(),
             Kernel::QkNormRope => "qk_norm_rope".into(),
-            Kernel::Attention | Kernel::AttentionBlocks | Kernel::AttentionCombine => {
-                "attention".into()
-            }
+            Kernel::Attention
+            | Kernel::AttentionDecode
+            | Kernel::AttentionBlocks
+            | Kernel::AttentionCombine => "attention".into(),
             Kernel::AttentionPrefill => "attention prefill".into(),
             Kernel::Conv1dSilu => "conv1d_silu".into(),
             Kernel::ConvQkvNorm => "conv_qkv_norm".into(),
@@ -434,7 +442,12 @@ impl Kernel {
             Kernel::Rope => files.extend([ROPE_ANGLE, wgsl!("kernels/rope")]),
             Kernel::QkNormRope => files.extend([REDUCE, ROPE_ANGLE, wgsl!("kernels/qk_norm_rope")]),
             Kernel::Attention => files.extend([REDUCE, wgsl!("kernels/attention")]),
-            Kernel::AttentionBlocks => files.extend([REDUCE, wgsl!("kernels/attention_blocks")]),
+            Kernel::AttentionDecode => {
+                files.extend([DECODE_KV_ROWS, wgsl!("kernels/attention_decode")]);
+            }
+            Kernel::AttentionBlocks => {
+                files.extend([REDUCE, DECODE_KV_ROWS, wgsl!("kernels/attention_blocks")]);
+            }
             Kernel::AttentionCombine => files.push(wgsl!("kernels/attention_combine")),
             Kernel::Conv1dSilu => files.push(wgsl!("kernels/conv1d_silu")),
             Kernel::ConvQkvNorm => files.extend([REDUCE, wgsl!("kernels/conv_qkv_norm")]),
