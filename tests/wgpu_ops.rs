@@ -610,8 +610,10 @@ fn attention_prefill_then_decode() {
 
 /// One decode step over caches of awkward depths: one dispatch up to 256 rows, splits of the
 /// cache merged from 257 on; GQA 6:1 and 1:1 at head dims 256, 128 and 64, a group of 16 (more
-/// query heads than one workgroup serves) at an odd head dim; with and without subgroups, and
-/// by query head (`--per-head-attention`). The step's k and v must land in the cache.
+/// query heads than one workgroup serves) at an odd head dim, and a cache long enough for
+/// splits of several tiles of rows (eight kv heads at 20300 rows: splits of 512); with and
+/// without subgroups, and by query head (`--per-head-attention`). The step's k and v must land
+/// in the cache.
 #[test]
 fn decode_attention_at_awkward_depths() {
     let Some(gpu) = gpu() else { return };
@@ -630,46 +632,48 @@ fn decode_attention_at_awkward_depths() {
         (1, 1, 64),
         (16, 1, 72),
     ];
-    for shape in shapes {
+    let cases = shapes
+        .into_iter()
+        .flat_map(|shape| [1, 7, 129, 256, 257, 1000].map(|depth| (shape, depth)))
+        .chain([((8, 8, 64), 20_300)]);
+    for (shape, depth) in cases {
         let (n_head, n_kv_head, head_dim) = shape;
         let kv_cols = n_kv_head * head_dim;
-        for depth in [1, 7, 129, 256, 257, 1000] {
-            let pos0 = depth - 1;
-            let k_hist = rng.vec(depth * kv_cols);
-            let v_hist: Vec<f32> = rng.vec(depth * kv_cols).iter().map(|v| v * 3.0).collect();
-            let q: Vec<f32> = rng.vec(n_head * head_dim).iter().map(|v| v * 4.0).collect();
-            let want = reference_attention(&q, &k_hist, &v_hist, pos0, shape);
-            let new_row = pos0 * kv_cols..depth * kv_cols;
-            for (device, how) in devices {
-                // The cache holds the history up to the new row, which is garbage until written.
-                let stale = |hist: &[f32]| [&hist[..new_row.start], &vec![7.0; kv_cols]].concat();
-                let mut k_cache = device.upload(depth, kv_cols, &stale(&k_hist)).unwrap();
-                let mut v_cache = device.upload(depth, kv_cols, &stale(&v_hist)).unwrap();
-                let qt = device.upload(1, n_head * head_dim, &q).unwrap();
-                let kt = device.upload(1, kv_cols, &k_hist[new_row.clone()]).unwrap();
-                let vt = device.upload(1, kv_cols, &v_hist[new_row.clone()]).unwrap();
-                let out = device
-                    .attention(
-                        &qt,
-                        &kt,
-                        &vt,
-                        &KvCache {
-                            k: &mut k_cache,
-                            v: &mut v_cache,
-                            pos0,
-                        },
-                        AttentionShape {
-                            n_head,
-                            n_kv_head,
-                            head_dim,
-                        },
-                    )
-                    .unwrap();
-                let what = format!("decode attention {shape:?} over {depth} rows, {how}");
-                assert_close(&what, &read_all(device, &out), &want, Numerics::F32Sums);
-                assert_eq!(read_all(device, &k_cache), k_hist, "{what}: k cache");
-                assert_eq!(read_all(device, &v_cache), v_hist, "{what}: v cache");
-            }
+        let pos0 = depth - 1;
+        let k_hist = rng.vec(depth * kv_cols);
+        let v_hist: Vec<f32> = rng.vec(depth * kv_cols).iter().map(|v| v * 3.0).collect();
+        let q: Vec<f32> = rng.vec(n_head * head_dim).iter().map(|v| v * 4.0).collect();
+        let want = reference_attention(&q, &k_hist, &v_hist, pos0, shape);
+        let new_row = pos0 * kv_cols..depth * kv_cols;
+        for (device, how) in devices {
+            // The cache holds the history up to the new row, which is garbage until written.
+            let stale = |hist: &[f32]| [&hist[..new_row.start], &vec![7.0; kv_cols]].concat();
+            let mut k_cache = device.upload(depth, kv_cols, &stale(&k_hist)).unwrap();
+            let mut v_cache = device.upload(depth, kv_cols, &stale(&v_hist)).unwrap();
+            let qt = device.upload(1, n_head * head_dim, &q).unwrap();
+            let kt = device.upload(1, kv_cols, &k_hist[new_row.clone()]).unwrap();
+            let vt = device.upload(1, kv_cols, &v_hist[new_row.clone()]).unwrap();
+            let out = device
+                .attention(
+                    &qt,
+                    &kt,
+                    &vt,
+                    &KvCache {
+                        k: &mut k_cache,
+                        v: &mut v_cache,
+                        pos0,
+                    },
+                    AttentionShape {
+                        n_head,
+                        n_kv_head,
+                        head_dim,
+                    },
+                )
+                .unwrap();
+            let what = format!("decode attention {shape:?} over {depth} rows, {how}");
+            assert_close(&what, &read_all(device, &out), &want, Numerics::F32Sums);
+            assert_eq!(read_all(device, &k_cache), k_hist, "{what}: k cache");
+            assert_eq!(read_all(device, &v_cache), v_hist, "{what}: v cache");
         }
     }
 }

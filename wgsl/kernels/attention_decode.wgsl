@@ -8,9 +8,10 @@
 //
 // The split is walked in tiles of TILE rows with an online softmax. Scores: invocation r dots
 // row r of the tile with every head's q, held in workgroup memory (all invocations read the
-// same word: a broadcast), so a score needs no reduction across invocations. Values: invocation
-// i owns vec4 i % lanes of the head and rows i / lanes, i / lanes + row_groups, … of the tile,
-// so that each value row is one coalesced load; the row groups' sums are added at the end.
+// same word: a broadcast), so a score needs no reduction across invocations, and a tile's keys
+// are all in flight at once. Values: invocation i owns vec4 i % lanes of the head and rows
+// i / lanes, i / lanes + row_groups, … of the tile, so that each value row is one coalesced
+// load; the row groups' sums are added at the end.
 
 struct Params {
     n_head: u32,
@@ -39,18 +40,17 @@ struct Params {
 const HEADS: u32 = 8u;
 // vec4s of the widest head (head_dim 256, the host's limit).
 const MAX_LANES: u32 = 64u;
+// A tile is one row per invocation, so the cache of a one-dispatch call is one tile.
 const TILE: u32 = WG;
 const UNROLL: u32 = 8u;
-// Per-row arrays of HEADS values are padded by one so that rows fall in different banks.
-const PAD: u32 = HEADS + 1u;
 const NEG_HUGE: f32 = -3.0e38;
 
-// The heads' q; after the last tile, the row groups' weighted sums.
+// The heads' q; after the last tile, the row groups' weighted sums, a round of groups at a time.
 var<workgroup> q_heads: array<vec4<f32>, HEADS * MAX_LANES>;
-// Each row's scores, reduced to the tile's maximum per head; after the last tile, the row
-// groups' weight sums.
-var<workgroup> tile_max: array<f32, WG * PAD>;
-var<workgroup> weights: array<f32, TILE * PAD>;
+// By head, then row of the tile: the scores, reduced to the tile's maximum; then the weights;
+// after the last tile, the row groups' weight sums. Head-major, so that the invocations of one
+// head's reduction touch consecutive words.
+var<workgroup> by_head: array<f32, HEADS * TILE>;
 
 @compute @workgroup_size(WG)
 fn main(
@@ -113,7 +113,9 @@ fn main(
                 for (var u = 0u; u < UNROLL; u++) {
                     if (l + u < lanes) {
                         for (var h = 0u; h < HEADS; h++) {
-                            scores[h] += dot(q_heads[h * MAX_LANES + l + u], keys[u]);
+                            if (h < heads) {
+                                scores[h] += dot(q_heads[h * MAX_LANES + l + u], keys[u]);
+                            }
                         }
                     }
                 }
@@ -121,27 +123,31 @@ fn main(
         }
         for (var h = 0u; h < HEADS; h++) {
             scores[h] = select(NEG_HUGE, scores[h] * p.scale, lid < len);
-            tile_max[lid * PAD + h] = scores[h];
+            by_head[h * TILE + lid] = scores[h];
         }
         workgroupBarrier();
         for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
             if (lid < stride) {
                 for (var h = 0u; h < HEADS; h++) {
-                    let other = tile_max[(lid + stride) * PAD + h];
-                    tile_max[lid * PAD + h] = max(tile_max[lid * PAD + h], other);
+                    let other = by_head[h * TILE + lid + stride];
+                    by_head[h * TILE + lid] = max(by_head[h * TILE + lid], other);
                 }
             }
             workgroupBarrier();
         }
+        var correction: array<f32, HEADS>;
         for (var h = 0u; h < HEADS; h++) {
-            let new_max = max(running_max[h], tile_max[h]);
-            let correction = exp(running_max[h] - new_max);
+            let new_max = max(running_max[h], by_head[h * TILE]);
+            correction[h] = exp(running_max[h] - new_max);
             running_max[h] = new_max;
-            acc[h] *= correction;
-            sums[h] *= correction;
-            weights[lid * PAD + h] = select(0.0, exp(scores[h] - new_max), lid < len);
         }
-        // Also orders every read of tile_max[0..HEADS] before the next tile's writes.
+        // Every maximum is read before the weights overwrite them.
+        workgroupBarrier();
+        for (var h = 0u; h < HEADS; h++) {
+            acc[h] *= correction[h];
+            sums[h] *= correction[h];
+            by_head[h * TILE + lid] = select(0.0, exp(scores[h] - running_max[h]), lid < len);
+        }
         workgroupBarrier();
         if (row_group < row_groups) {
             for (var r = row_group; r < len; r += row_groups * UNROLL) {
@@ -154,7 +160,7 @@ fn main(
                     let row = r + u * row_groups;
                     if (row < len) {
                         for (var h = 0u; h < HEADS; h++) {
-                            let w = weights[row * PAD + h];
+                            let w = by_head[h * TILE + row];
                             acc[h] += w * values[u];
                             sums[h] += w;
                         }
@@ -162,28 +168,32 @@ fn main(
                 }
             }
         }
-        // `weights` is rewritten by the next tile only after its reduction's barriers.
+        // The weights are read before the next tile (or the merge) overwrites them.
+        workgroupBarrier();
     }
 
-    if (row_groups > 1u) {
-        // Every read of q_heads, tile_max and weights is done.
+    // The row groups' sums into group 0's: the weight sums at once, the weighted sums as many
+    // groups a round as q_heads holds.
+    if (row_group < row_groups && lane == 0u) {
+        for (var h = 0u; h < HEADS; h++) {
+            by_head[row_group * HEADS + h] = sums[h];
+        }
+    }
+    let per_round = MAX_LANES / lanes;
+    for (var round_first = 1u; round_first < row_groups; round_first += per_round) {
+        let round_end = min(round_first + per_round, row_groups);
         workgroupBarrier();
-        if (row_group < row_groups) {
+        if (row_group >= round_first && row_group < round_end) {
             for (var h = 0u; h < HEADS; h++) {
-                q_heads[lid * HEADS + h] = acc[h];
-            }
-            if (lane == 0u) {
-                for (var h = 0u; h < HEADS; h++) {
-                    tile_max[row_group * PAD + h] = sums[h];
-                }
+                q_heads[((row_group - round_first) * HEADS + h) * lanes + lane] = acc[h];
             }
         }
         workgroupBarrier();
         if (row_group == 0u) {
-            for (var g = 1u; g < row_groups; g++) {
+            for (var g = round_first; g < round_end; g++) {
                 for (var h = 0u; h < HEADS; h++) {
-                    acc[h] += q_heads[(g * lanes + lane) * HEADS + h];
-                    sums[h] += tile_max[g * PAD + h];
+                    acc[h] += q_heads[((g - round_first) * HEADS + h) * lanes + lane];
+                    sums[h] += by_head[g * HEADS + h];
                 }
             }
         }

@@ -54,6 +54,9 @@ pub const GEMV_SHARED_PART: usize = 32;
 pub const GEMV_WORKGROUP_ROWS: usize = GEMV_ROWS * GEMV_PARTS;
 /// Invocations per workgroup of the kernels that do not set their own (WGSL `WG`).
 pub const DEFAULT_WG: usize = 64;
+/// Invocations per workgroup of decode attention ([`Kernel::AttentionDecode`]), one cache row
+/// each at a time: 256 cached rows are one round of key loads.
+pub const ATTENTION_DECODE_WG: usize = 256;
 
 const KQUANT_SCALES: WgslFile = wgsl!("lib/kquant_scales");
 const QUANTIZE_QUAD: WgslFile = wgsl!("lib/quantize_quad");
@@ -491,6 +494,7 @@ impl Kernel {
             Kernel::RmsNormQuantized => 128,
             // A chunk of 4096 logits is 16 a invocation (top_k_chunks.wgsl `PER`).
             Kernel::TopKChunks | Kernel::TopKDraw => 256,
+            Kernel::AttentionDecode => ATTENTION_DECODE_WG,
             _ => DEFAULT_WG,
         }
     }

@@ -3,8 +3,9 @@
 use super::*;
 
 /// Cache rows up to which decode attention is one dispatch of one workgroup per kv head (and
-/// run of its query heads): past it, too few workgroups would stream too many rows each.
-const DECODE_ATTENTION_ONE_PASS_ROWS: usize = 256;
+/// run of its query heads), one tile each: past it, too few workgroups would stream too many
+/// rows each.
+const DECODE_ATTENTION_ONE_PASS_ROWS: usize = DECODE_ATTENTION_TILE;
 /// Workgroups a split decode attention aims at, to keep every SM of a large GPU streaming
 /// (more splits cost more partial results for the merge to read).
 const DECODE_ATTENTION_WORKGROUPS: usize = 512;
@@ -12,7 +13,7 @@ const DECODE_ATTENTION_WORKGROUPS: usize = 512;
 const DECODE_ATTENTION_HEADS: usize = 8;
 /// Cache rows a decode-attention workgroup takes at a time (`TILE` of attention_decode.wgsl):
 /// a split is a whole number of them.
-const DECODE_ATTENTION_TILE: usize = WG;
+const DECODE_ATTENTION_TILE: usize = ATTENTION_DECODE_WG;
 
 impl Wgpu {
     /// The inverse frequencies `base^(−2i/rot_dims)`, computed on the host as the reference
