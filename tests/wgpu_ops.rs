@@ -611,7 +611,7 @@ fn attention_prefill_then_decode() {
 /// One decode step over caches of awkward depths: one dispatch up to 256 rows, splits of the
 /// cache merged from 257 on; GQA 6:1 and 1:1 at head dims 256, 128 and 64, a group of 16 (more
 /// query heads than one workgroup serves) at an odd head dim, and a cache long enough for
-/// splits of several tiles of rows (eight kv heads at 20300 rows: splits of 512); with and
+/// splits of more than one tile of rows (eight kv heads at 20300 rows: splits of 320); with and
 /// without subgroups, and by query head (`--per-head-attention`). The step's k and v must land
 /// in the cache.
 #[test]

@@ -11,9 +11,11 @@ const DECODE_ATTENTION_ONE_PASS_ROWS: usize = DECODE_ATTENTION_TILE;
 const DECODE_ATTENTION_WORKGROUPS: usize = 512;
 /// Query heads one decode-attention workgroup serves (`HEADS` of attention_decode.wgsl).
 const DECODE_ATTENTION_HEADS: usize = 8;
-/// Cache rows a decode-attention workgroup takes at a time (`TILE` of attention_decode.wgsl):
-/// a split is a whole number of them.
+/// Cache rows a decode-attention workgroup takes at a time (`TILE` of attention_decode.wgsl).
 const DECODE_ATTENTION_TILE: usize = ATTENTION_DECODE_WG;
+/// Splits of the cache are whole numbers of this many rows, fewer than a tile's: at a depth of
+/// a few thousand rows, splits of whole tiles would leave most of a large GPU's SMs idle.
+const DECODE_ATTENTION_SPLIT_STEP: usize = 64;
 
 impl Wgpu {
     /// The inverse frequencies `base^(−2i/rot_dims)`, computed on the host as the reference
@@ -246,7 +248,7 @@ impl Wgpu {
         } else {
             (rows * groups)
                 .div_ceil(DECODE_ATTENTION_WORKGROUPS)
-                .next_multiple_of(DECODE_ATTENTION_TILE)
+                .next_multiple_of(DECODE_ATTENTION_SPLIT_STEP)
         };
         let splits = rows.div_ceil(split_rows);
         let gate = call.gate.filter(|_| splits == 1);
