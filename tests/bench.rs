@@ -555,6 +555,74 @@ fn wgpu_row_is_included_when_an_adapter_exists() {
     check_ladder(&stdout, &outputs.json(), "wgpu", &[16]);
 }
 
+/// `--depth`: decode timed again after prompts that deep, a table row and a JSON entry per
+/// depth and backend; a depth the model's context cannot hold fails before the model loads.
+#[test]
+fn decode_at_depth_has_rows_json_and_a_context_check() {
+    let outputs = Outputs::new("depth");
+    let stdout = bench(
+        &[
+            "--preset",
+            "tiny",
+            "--backend",
+            "cpu,wgpu",
+            "-p",
+            "8",
+            "-n",
+            "3",
+            "-d",
+            "5,300",
+            "-r",
+            "3",
+        ],
+        &outputs.args(),
+    );
+    let report = outputs.json();
+    assert_eq!(report["depths"], serde_json::json!([5, 300]));
+    let mut backends = vec!["cpu"];
+    match backend(&report, "wgpu")["error"].as_str() {
+        Some(error) => assert!(
+            std::env::var("QWEN35_REQUIRE_GPU").as_deref() != Ok("1"),
+            "QWEN35_REQUIRE_GPU=1 but wgpu did not run: {error}"
+        ),
+        None => backends.push("wgpu"),
+    }
+    for name in backends {
+        let run = backend(&report, name);
+        for (i, depth) in [5, 300].into_iter().enumerate() {
+            let at = format!("/run/decode_at_depth/{i}");
+            assert_eq!(
+                run.pointer(&format!("{at}/depth")),
+                Some(&Value::from(depth))
+            );
+            assert_eq!(run.pointer(&format!("{at}/tokens")), Some(&Value::from(3)));
+            let rate = number(run, &format!("{at}/tok_per_s/median"));
+            let ms = number(run, &format!("{at}/ms_per_token/median"));
+            assert!(
+                rate > 0.0 && (ms * rate / 1e3 - 1.0).abs() < 1e-6,
+                "{run:#}"
+            );
+            let row = stdout
+                .lines()
+                .find(|l| l.starts_with(&format!("{name} tg3 @ d{depth} ")))
+                .unwrap_or_else(|| panic!("no {name} row at depth {depth}:\n{stdout}"));
+            assert!(row.split_whitespace().count() >= 5, "{row}");
+        }
+    }
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qwen35"))
+        .args(["bench", "--preset", "tiny", "-n", "8", "-d", "16,4090"])
+        .output()
+        .expect("qwen35 runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("--depth 4090") && stderr.contains("context of 4096 tokens"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "no table: nothing was run");
+}
+
 /// Runs `qwen35 bench ARGS` with stderr captured (not a terminal); returns (stdout, stderr).
 fn bench_logged(args: &[&str]) -> (String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_qwen35"))

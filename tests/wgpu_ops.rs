@@ -49,6 +49,18 @@ fn f32_activations_gpu() -> &'static Wgpu {
     })
 }
 
+/// The GPU with decode attention by query head (`--per-head-attention`).
+fn per_head_attention_gpu() -> &'static Wgpu {
+    static PER_HEAD: OnceLock<Wgpu> = OnceLock::new();
+    PER_HEAD.get_or_init(|| {
+        Wgpu::with_options(&GpuOptions {
+            per_head_attention: true,
+            ..GpuOptions::default()
+        })
+        .expect("the adapter opened once already")
+    })
+}
+
 /// xorshift64*: reproducible inputs without a dependency.
 struct Rng(u64);
 
@@ -610,6 +622,76 @@ fn attention_prefill_then_decode() {
         }
         assert_eq!(gpu.read_rows(&k_cache, 0, history).unwrap(), k_hist);
         assert_eq!(gpu.read_rows(&v_cache, 0, history).unwrap(), v_hist);
+    }
+}
+
+/// One decode step over caches of awkward depths: one dispatch up to 256 rows, splits of the
+/// cache merged from 257 on; GQA 6:1 and 1:1 at head dims 256, 128 and 64, a group of 16 (more
+/// query heads than one workgroup serves) at an odd head dim, and a cache long enough for
+/// splits of more than one tile of rows (eight kv heads at 20300 rows: splits of 320); with and
+/// without subgroups, and by query head (`--per-head-attention`). The step's k and v must land
+/// in the cache.
+#[test]
+fn decode_attention_at_awkward_depths() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = Rng::new(16);
+    let devices = [
+        (gpu, "by kv head"),
+        (plain_gpu(), "by kv head, without subgroups"),
+        (per_head_attention_gpu(), "by query head"),
+    ];
+    let shapes = [
+        (6, 1, 256),
+        (2, 2, 256),
+        (12, 2, 128),
+        (3, 3, 128),
+        (6, 1, 64),
+        (1, 1, 64),
+        (16, 1, 72),
+    ];
+    let cases = shapes
+        .into_iter()
+        .flat_map(|shape| [1, 7, 129, 256, 257, 1000].map(|depth| (shape, depth)))
+        .chain([((8, 8, 64), 20_300)]);
+    for (shape, depth) in cases {
+        let (n_head, n_kv_head, head_dim) = shape;
+        let kv_cols = n_kv_head * head_dim;
+        let pos0 = depth - 1;
+        let k_hist = rng.vec(depth * kv_cols);
+        let v_hist: Vec<f32> = rng.vec(depth * kv_cols).iter().map(|v| v * 3.0).collect();
+        let q: Vec<f32> = rng.vec(n_head * head_dim).iter().map(|v| v * 4.0).collect();
+        let want = reference_attention(&q, &k_hist, &v_hist, pos0, shape);
+        let new_row = pos0 * kv_cols..depth * kv_cols;
+        for (device, how) in devices {
+            // The cache holds the history up to the new row, which is garbage until written.
+            let stale = |hist: &[f32]| [&hist[..new_row.start], &vec![7.0; kv_cols]].concat();
+            let mut k_cache = device.upload(depth, kv_cols, &stale(&k_hist)).unwrap();
+            let mut v_cache = device.upload(depth, kv_cols, &stale(&v_hist)).unwrap();
+            let qt = device.upload(1, n_head * head_dim, &q).unwrap();
+            let kt = device.upload(1, kv_cols, &k_hist[new_row.clone()]).unwrap();
+            let vt = device.upload(1, kv_cols, &v_hist[new_row.clone()]).unwrap();
+            let out = device
+                .attention(
+                    &qt,
+                    &kt,
+                    &vt,
+                    &KvCache {
+                        k: &mut k_cache,
+                        v: &mut v_cache,
+                        pos0,
+                    },
+                    AttentionShape {
+                        n_head,
+                        n_kv_head,
+                        head_dim,
+                    },
+                )
+                .unwrap();
+            let what = format!("decode attention {shape:?} over {depth} rows, {how}");
+            assert_close(&what, &read_all(device, &out), &want, Numerics::F32Sums);
+            assert_eq!(read_all(device, &k_cache), k_hist, "{what}: k cache");
+            assert_eq!(read_all(device, &v_cache), v_hist, "{what}: v cache");
+        }
     }
 }
 
@@ -1591,7 +1673,8 @@ fn fused_delta_net_ops_match_their_compositions() {
 }
 
 /// gated_attention (q/k norm and RoPE in one dispatch, the gate in the attention kernel) against
-/// the model's steps, op by op on the CPU backend, over a prefill and two decode steps.
+/// the model's steps, op by op on the CPU backend, over a prefill, two decode steps, a second
+/// prefill and a decode step past one dispatch's rows.
 #[test]
 fn fused_gated_attention_matches_its_composition() {
     use qwen35::backend::cpu::{CpuBackend, CpuMode};
@@ -1620,14 +1703,15 @@ fn fused_gated_attention_matches_its_composition() {
         gpu.upload(1, hd, &k_norm).unwrap(),
         cpu.upload(1, hd, &k_norm).unwrap(),
     );
-    let capacity = 90;
+    let capacity = 300;
     let (mut g_kc, mut g_vc) = (
         gpu.zeros(capacity, kv_cols).unwrap(),
         gpu.zeros(capacity, kv_cols).unwrap(),
     );
     let (mut c_kc, mut c_vc) = (cpu.zeros(capacity, kv_cols), cpu.zeros(capacity, kv_cols));
     let mut pos0 = 0;
-    for rows in [70, 1, 1] {
+    // The last decode step attends over 273 rows: a split cache, the gate in the merge.
+    for rows in [70, 1, 1, 200, 1] {
         let qg: Vec<f32> = rng
             .vec(rows * 2 * shape.n_head * hd)
             .iter()

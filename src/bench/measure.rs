@@ -8,8 +8,8 @@ use super::ladder;
 use super::table::spread;
 use super::traffic::{peak_rss_bytes, reset_peak_rss};
 use super::{
-    BackendReport, BackendRun, DecodeResult, OpProfile, OpRow, Peak, PrefillResult, Profile,
-    RunPathResult, Spread,
+    BackendReport, BackendRun, DecodeAtDepth, DecodeResult, OpProfile, OpRow, Peak, PrefillResult,
+    Profile, RunPathResult, Spread,
 };
 use crate::backend::gpu::GpuOptions;
 use crate::backend::{BackendOptions, BackendStats, OpTiming};
@@ -28,6 +28,8 @@ pub struct BenchOptions {
     pub prompt_sizes: Vec<usize>,
     /// Greedy tokens timed for decode.
     pub decode_tokens: usize,
+    /// Prompt lengths after which decode is timed again, the cache that deep (`bench -d`).
+    pub depths: Vec<usize>,
     /// Runs of each measurement; the report gives their median and range.
     pub repeats: usize,
     /// CPU threads (0: one per core).
@@ -44,6 +46,9 @@ pub struct BenchOptions {
 
 /// Tokens prefilled before decode is timed, so decode does not start from an empty state.
 const DECODE_PROMPT: usize = 16;
+/// Tokens per forward while the cache is filled to a depth: a whole 32k-token prompt in one
+/// forward would hold activations of that many rows.
+const DEPTH_CHUNK: usize = 4096;
 
 /// What [`bench_backend`] reports as it goes.
 pub enum BenchEvent<'a> {
@@ -82,7 +87,8 @@ fn measure(
     let repeats = opts.repeats.max(1);
     let decode_tokens = opts.decode_tokens.max(1);
     let longest = opts.prompt_sizes.iter().copied().max().unwrap_or(1);
-    let ctx = longest.max(DECODE_PROMPT) + decode_tokens + 1;
+    let deepest = opts.depths.iter().copied().max().unwrap_or(0);
+    let ctx = longest.max(DECODE_PROMPT).max(deepest) + decode_tokens + 1;
 
     progress(BenchEvent::Starting(&format!("{kind}: loading")));
     reset_peak_rss();
@@ -167,6 +173,16 @@ fn measure(
         count(decode_tokens, "token"),
         spread(Spread::of(&tok_per_s))
     )));
+    let mut decode_at_depth = Vec::new();
+    for &depth in &opts.depths {
+        let depth_run = DepthRun {
+            kind,
+            depth,
+            tokens: decode_tokens,
+            repeats,
+        };
+        decode_at_depth.push(depth_run.measure(engine.as_mut(), &mut prompts, progress)?);
+    }
     let run_path = match Tokenizer::from_gguf(file) {
         Ok(tokenizer) => run_path_sampling()
             .iter()
@@ -253,7 +269,75 @@ fn measure(
         profile,
         run_path,
         ladder,
+        decode_at_depth,
     })
+}
+
+/// Greedy decode of `tokens` timed after a prompt of `depth` random tokens, `repeats` times.
+struct DepthRun {
+    kind: BackendKind,
+    depth: usize,
+    tokens: usize,
+    repeats: usize,
+}
+
+impl DepthRun {
+    /// The prompt is prefilled once, untimed, in chunks of [`DEPTH_CHUNK`] tokens; every run
+    /// starts from a snapshot of the state it left.
+    fn measure(
+        &self,
+        engine: &mut dyn Engine,
+        prompts: &mut RandomTokens,
+        progress: &mut dyn FnMut(BenchEvent),
+    ) -> Result<DecodeAtDepth, ModelError> {
+        let DepthRun {
+            kind,
+            depth,
+            tokens,
+            repeats,
+        } = *self;
+        progress(BenchEvent::Starting(&format!(
+            "{kind}: filling the cache to depth {depth}"
+        )));
+        engine.reset();
+        let prompt = prompts.take(depth);
+        let mut next = prompts.take(1)[0];
+        for chunk in prompt.chunks(DEPTH_CHUNK) {
+            next = argmax(&engine.eval(chunk, false)?);
+        }
+        let filled = engine.snapshot()?;
+        let mut seconds = Vec::new();
+        for run in 1..=repeats {
+            progress(BenchEvent::Starting(&format!(
+                "{kind}: decode {} at depth {depth}, run {run}/{repeats}",
+                count(tokens, "token")
+            )));
+            engine.restore(&filled)?;
+            let started = Instant::now();
+            engine.decode_greedy(next, tokens, &mut |_| true)?;
+            seconds.push(started.elapsed().as_secs_f64());
+        }
+        let of_seconds = |f: fn(f64, f64) -> f64| {
+            Spread::of(
+                &seconds
+                    .iter()
+                    .map(|&s| f(s, tokens as f64))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let result = DecodeAtDepth {
+            depth,
+            tokens,
+            tok_per_s: of_seconds(|s, n| n / s),
+            ms_per_token: of_seconds(|s, n| s * 1e3 / n),
+        };
+        progress(BenchEvent::Measured(&format!(
+            "{kind}: decode {} at depth {depth}: {} tok/s",
+            count(tokens, "token"),
+            spread(result.tok_per_s)
+        )));
+        Ok(result)
+    }
 }
 
 /// `qwen35 run`'s settings for the run-path rows: greedy, and the CLI's default sampling

@@ -65,6 +65,8 @@ pub struct Report {
     pub threads: usize,
     pub prompt_sizes: Vec<usize>,
     pub decode_tokens: usize,
+    /// Prompt lengths decode was also timed after (`--depth`).
+    pub depths: Vec<usize>,
     pub repeats: usize,
     pub backends: Vec<BackendReport>,
 }
@@ -102,6 +104,17 @@ pub struct BackendRun {
     pub run_path: Vec<RunPathResult>,
     /// `--ladder`: the prefill isolation ladder at each prompt size.
     pub ladder: Option<Vec<LadderStep>>,
+    /// Decode after a prompt of each `--depth`, the cache filled that far.
+    pub decode_at_depth: Vec<DecodeAtDepth>,
+}
+
+/// Greedy decode of `tokens` after a prompt of `depth` tokens (`llama-bench -d`'s measure).
+#[derive(Clone, Debug, Serialize)]
+pub struct DecodeAtDepth {
+    pub depth: usize,
+    pub tokens: usize,
+    pub tok_per_s: Spread,
+    pub ms_per_token: Spread,
 }
 
 /// Decode speed of `qwen35 run` with one sampling setting, as `-n` tokens after the same

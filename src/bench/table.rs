@@ -47,6 +47,15 @@ pub fn render_table(report: &Report) -> String {
         match (&backend.run, &backend.error) {
             (Some(run), _) => {
                 rows.push(backend_row(&backend.backend, run, &columns_of_prefill));
+                for at in &run.decode_at_depth {
+                    let mut row = vec![format!(
+                        "{} tg{} @ d{}",
+                        backend.backend, at.tokens, at.depth
+                    )];
+                    row.resize(2 + columns_of_prefill.len(), String::new());
+                    row.extend([spread(at.tok_per_s), spread(at.ms_per_token)]);
+                    rows.push(row);
+                }
                 for path in &run.run_path {
                     let mut row = vec![format!("{} run {}", backend.backend, path.flags)];
                     row.resize(2 + columns_of_prefill.len(), String::new());
@@ -89,6 +98,11 @@ pub fn render_table(report: &Report) -> String {
         count(report.repeats, "run")
     ));
 
+    if !report.depths.is_empty() {
+        out.push_str(
+            "BACKEND tgN @ dD: decode after a D-token prompt, prefilled once (untimed); every run starts from a snapshot of that state.\n",
+        );
+    }
     for backend in &report.backends {
         if let Some(profile) = backend.run.as_ref().and_then(|r| r.profile.as_ref()) {
             for (phase, ops) in [("prefill", &profile.prefill), ("decode", &profile.decode)] {

@@ -123,6 +123,10 @@ struct ModelBenchArgs {
     /// Tokens timed for decode.
     #[arg(short = 'n', long = "decode", allow_negative_numbers = true, value_parser = at_least_one, default_value = "128")]
     decode_tokens: usize,
+    /// Decode timed again after a prompt of each of these lengths, comma-separated (the KV
+    /// cache that deep, as llama-bench -d); rows "tg128 @ d4096".
+    #[arg(short = 'd', long = "depth", value_delimiter = ',')]
+    depths: Vec<usize>,
     /// Prompt lengths for the CPU backends (cpu, cpu-fast) instead of -p: on a large model the
     /// CPU takes minutes per prefill at the sizes a GPU is timed at. Same table, own columns.
     #[arg(long = "cpu-prompt", value_delimiter = ',', allow_negative_numbers = true, value_parser = at_least_one)]
@@ -244,10 +248,23 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
     }
     let (file, model, _temp) = args.source.open(args.seed, &mut progress)?;
     let config = Config::from_gguf(&file).context("reading the model's configuration")?;
+    let most_decoded = args.decode_tokens.max(args.cpu_decode_tokens.unwrap_or(0));
+    if let Some(&depth) = args
+        .depths
+        .iter()
+        .find(|&&d| d.saturating_add(most_decoded) > config.train_context)
+    {
+        anyhow::bail!(
+            "--depth {depth}: a prompt of {depth} tokens and {most_decoded} decoded tokens do not \
+             fit the model's context of {} tokens",
+            config.train_context
+        );
+    }
     let bytes_per_token = weight_bytes_per_token(&file, &config);
     let opts = BenchOptions {
         prompt_sizes: prompt_sizes.clone(),
         decode_tokens: args.decode_tokens,
+        depths: args.depths.clone(),
         repeats: args.repeats,
         threads,
         profile: args.profile,
@@ -310,6 +327,7 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
         threads,
         prompt_sizes,
         decode_tokens: args.decode_tokens,
+        depths: args.depths,
         repeats: args.repeats,
         backends,
     };

@@ -123,6 +123,9 @@ pub struct GpuArgs {
     /// Every runtime check in the kernels (loop bounds, integer division), not only buffer bounds.
     #[arg(long)]
     pub all_shader_checks: bool,
+    /// Decode attention by query head, each re-reading its kv head's cache rows (to compare).
+    #[arg(long)]
+    pub per_head_attention: bool,
 }
 
 /// The bundled default model, found where this program was built from.
@@ -146,6 +149,7 @@ impl GpuArgs {
             cooperative_matrix: !self.no_cooperative_matrix,
             cooperative_delta_rule: self.cooperative_delta_rule,
             all_shader_checks: self.all_shader_checks,
+            per_head_attention: self.per_head_attention,
             ..GpuOptions::default()
         }
     }

@@ -1,9 +1,10 @@
-// Decode attention, first pass: one query row, split over blocks of BLOCK cache rows so that a
-// long context keeps many workgroups busy (attention_combine.wgsl merges the blocks). One
-// workgroup per (head, block) computes its block's scores, their maximum m, Σ exp(s − m) and
-// Σ exp(s − m)·v. This call's k and v (cache row pos0) are read from k_new / v_new and written
-// to the cache by block 0 of each kv head's first query head; nothing reads that row from the
-// cache in this dispatch.
+// Decode attention by query head (--per-head-attention; attention_decode.wgsl serves a kv
+// head's query heads together), first pass: one query row, split over blocks of BLOCK cache
+// rows so that a long context keeps many workgroups busy (attention_combine.wgsl merges the
+// blocks). One workgroup per (head, block) computes its block's scores, their maximum m,
+// Σ exp(s − m) and Σ exp(s − m)·v. This call's k and v (cache row pos0) are read from k_new /
+// v_new and written to the cache by block 0 of each kv head's first query head
+// (decode_kv_rows.wgsl).
 //
 // Invocation i owns dimensions 4i..4i+3 of the head: every key and value row is one coalesced
 // vec4 load per invocation. Loads go UNROLL at a time so that several are in flight.
@@ -38,20 +39,6 @@ const NEG_HUGE: f32 = -3.0e38;
 var<workgroup> products: array<f32, BLOCK * ROW>;
 var<workgroup> weights: array<f32, BLOCK>;
 
-fn key_at(j: u32, lane: u32) -> vec4<f32> {
-    if (j < p.pos0) {
-        return k_cache[j * p.kv_cols / 4u + lane];
-    }
-    return k_new[lane];
-}
-
-fn value_at(j: u32, lane: u32) -> vec4<f32> {
-    if (j < p.pos0) {
-        return v_cache[j * p.kv_cols / 4u + lane];
-    }
-    return v_new[lane];
-}
-
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -70,9 +57,7 @@ fn main(
     let lane = select(0u, lid, owns);
     let kv_lane = (h / group) * lanes + lane;
     if (block == 0u && h % group == 0u && owns) {
-        let dst = p.pos0 * p.kv_cols / 4u + kv_lane;
-        k_cache[dst] = k_new[kv_lane];
-        v_cache[dst] = v_new[kv_lane];
+        append_kv(kv_lane);
     }
     let q_part = select(vec4<f32>(0.0), q[h * lanes + lane], owns);
     let first = block * BLOCK;

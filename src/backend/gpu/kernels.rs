@@ -40,6 +40,9 @@ pub const GEMV_SHARED_PART: usize = 32;
 pub const GEMV_WORKGROUP_ROWS: usize = GEMV_ROWS * GEMV_PARTS;
 /// Invocations per workgroup of the kernels that do not set their own (WGSL `WG`).
 pub const DEFAULT_WG: usize = 64;
+/// Invocations per workgroup of decode attention ([`Kernel::AttentionDecode`]), one cache row
+/// each at a time: 256 cached rows are one round of key loads.
+pub const ATTENTION_DECODE_WG: usize = 256;
 
 const KQUANT_SCALES: SourceFile = wgsl!("lib/kquant_scales");
 const QUANTIZE_QUAD: SourceFile = wgsl!("lib/quantize_quad");
@@ -50,6 +53,7 @@ const GEMV_ROWS_DOT: SourceFile = wgsl!("lib/gemv_rows_dot");
 const SOFTPLUS: SourceFile = wgsl!("lib/softplus");
 const ROPE_ANGLE: SourceFile = wgsl!("lib/rope_angle");
 const DELTA_RULE_CHUNKED_IO: SourceFile = wgsl!("lib/delta_rule_chunked_io");
+const DECODE_KV_ROWS: SourceFile = wgsl!("lib/decode_kv_rows");
 
 /// A weight storage format with a GPU decoder: the file's blocks, bound as they are.
 #[allow(non_camel_case_types)]
@@ -209,6 +213,11 @@ pub enum Kernel {
     Rope,
     QkNormRope,
     Attention,
+    /// Attention of one query row, each kv head's cache rows read once for its GQA group's
+    /// query heads: one dispatch, or splits of the cache merged by [`Kernel::AttentionCombine`].
+    AttentionDecode,
+    /// Attention of one query row by query head and block of cache rows
+    /// ([`super::GpuOptions::per_head_attention`]), merged by [`Kernel::AttentionCombine`].
     AttentionBlocks,
     AttentionCombine,
     /// Attention for many query rows at once (prefill), by blocks of query tokens.
@@ -271,6 +280,7 @@ impl Kernel {
             Kernel::Rope,
             Kernel::QkNormRope,
             Kernel::Attention,
+            Kernel::AttentionDecode,
             Kernel::AttentionBlocks,
             Kernel::AttentionCombine,
             Kernel::AttentionPrefill,
@@ -324,9 +334,10 @@ impl Kernel {
             Kernel::L2Norm => "l2_norm".into(),
             Kernel::Rope => "rope".into(),
             Kernel::QkNormRope => "qk_norm_rope".into(),
-            Kernel::Attention | Kernel::AttentionBlocks | Kernel::AttentionCombine => {
-                "attention".into()
-            }
+            Kernel::Attention
+            | Kernel::AttentionDecode
+            | Kernel::AttentionBlocks
+            | Kernel::AttentionCombine => "attention".into(),
             Kernel::AttentionPrefill => "attention prefill".into(),
             Kernel::Conv1dSilu => "conv1d_silu".into(),
             Kernel::ConvQkvNorm => "conv_qkv_norm".into(),
@@ -427,7 +438,12 @@ impl Kernel {
             Kernel::Rope => files.extend([ROPE_ANGLE, wgsl!("kernels/rope")]),
             Kernel::QkNormRope => files.extend([REDUCE, ROPE_ANGLE, wgsl!("kernels/qk_norm_rope")]),
             Kernel::Attention => files.extend([REDUCE, wgsl!("kernels/attention")]),
-            Kernel::AttentionBlocks => files.extend([REDUCE, wgsl!("kernels/attention_blocks")]),
+            Kernel::AttentionDecode => {
+                files.extend([DECODE_KV_ROWS, wgsl!("kernels/attention_decode")]);
+            }
+            Kernel::AttentionBlocks => {
+                files.extend([REDUCE, DECODE_KV_ROWS, wgsl!("kernels/attention_blocks")]);
+            }
             Kernel::AttentionCombine => files.push(wgsl!("kernels/attention_combine")),
             Kernel::Conv1dSilu => files.push(wgsl!("kernels/conv1d_silu")),
             Kernel::ConvQkvNorm => files.extend([REDUCE, wgsl!("kernels/conv_qkv_norm")]),
@@ -479,6 +495,7 @@ impl Kernel {
             Kernel::RmsNormQuantized => 128,
             // A chunk of 4096 logits is 16 a invocation (top_k_chunks.wgsl `PER`).
             Kernel::TopKChunks | Kernel::TopKDraw => 256,
+            Kernel::AttentionDecode => ATTENTION_DECODE_WG,
             _ => DEFAULT_WG,
         }
     }

@@ -69,6 +69,8 @@ pub struct Wgpu {
     integer_gemv: bool,
     /// The quantized input of the last integer GEMV, reused by the next of the same input.
     last_quantized: Mutex<Option<ops::LastQuantized>>,
+    /// Decode attention by query head ([`GpuOptions::per_head_attention`]).
+    per_head_attention: bool,
     /// The MSL kernel set, when one is installed ([`Wgpu::with_msl`]).
     msl: Option<Arc<dyn MslLauncher>>,
     /// Rows per buffer of an uploaded weight at most, below what the binding limit allows
@@ -265,6 +267,7 @@ impl Wgpu {
             last_normed: Mutex::new(None),
             integer_gemv: options.integer_gemv,
             last_quantized: Mutex::new(None),
+            per_head_attention: options.per_head_attention,
             msl: None,
             max_weight_part_rows: usize::MAX,
         };

@@ -23,6 +23,9 @@ pub struct GpuOptions {
     pub all_shader_checks: bool,
     /// Kernels with subgroup operations where the adapter has them (tests run both variants).
     pub subgroups: bool,
+    /// Decode attention by query head and block of cache rows, each query head reading its kv
+    /// head's rows again (else one pass over each kv head's rows for its GQA group; to compare).
+    pub per_head_attention: bool,
 }
 
 impl Default for GpuOptions {
@@ -34,6 +37,7 @@ impl Default for GpuOptions {
             cooperative_delta_rule: false,
             all_shader_checks: false,
             subgroups: true,
+            per_head_attention: false,
         }
     }
 }

@@ -1,6 +1,21 @@
-//! RoPE and gated full attention (decode by blocks of cache rows, prefill in attention_prefill.rs).
+//! RoPE and gated full attention (decode by kv head, prefill in attention_prefill.rs).
 
 use super::*;
+
+/// Cache rows up to which decode attention is one dispatch of one workgroup per kv head (and
+/// run of its query heads), one tile each: past it, too few workgroups would stream too many
+/// rows each.
+const DECODE_ATTENTION_ONE_PASS_ROWS: usize = DECODE_ATTENTION_TILE;
+/// Workgroups a split decode attention aims at, to keep every SM of a large GPU streaming
+/// (more splits cost more partial results for the merge to read).
+const DECODE_ATTENTION_WORKGROUPS: usize = 512;
+/// Query heads one decode-attention workgroup serves (`HEADS` of attention_decode.wgsl).
+const DECODE_ATTENTION_HEADS: usize = 8;
+/// Cache rows a decode-attention workgroup takes at a time (`TILE` of attention_decode.wgsl).
+const DECODE_ATTENTION_TILE: usize = ATTENTION_DECODE_WG;
+/// Splits of the cache are whole numbers of this many rows, fewer than a tile's: at a depth of
+/// a few thousand rows, splits of whole tiles would leave most of a large GPU's SMs idle.
+const DECODE_ATTENTION_SPLIT_STEP: usize = 64;
 
 impl Wgpu {
     /// The inverse frequencies `base^(−2i/rot_dims)`, computed on the host as the reference
@@ -181,7 +196,11 @@ impl Wgpu {
         }
         let scale = 1.0 / (head_dim as f32).sqrt();
         if call.q.rows == 1 {
-            return self.decode_attention(call);
+            return if self.per_head_attention {
+                self.per_head_decode_attention(call)
+            } else {
+                self.decode_attention(call)
+            };
         }
         let out = self.output(call.q.rows, call.q.cols)?;
         self.record(
@@ -211,9 +230,71 @@ impl Wgpu {
         Ok(out)
     }
 
+    /// One query row: each kv head's cache rows read once for the query heads of its GQA group,
+    /// in one dispatch up to [`DECODE_ATTENTION_ONE_PASS_ROWS`] rows, else in splits merged per
+    /// head (gated if `gate` is given). Shapes are checked.
+    fn decode_attention(&self, call: AttentionCall<'_, GpuTensor>) -> Result<GpuTensor, GpuError> {
+        let AttentionShape {
+            n_head,
+            n_kv_head,
+            head_dim,
+        } = call.shape;
+        let kv_cols = n_kv_head * head_dim;
+        let rows = call.pos0 + 1;
+        let head_runs = (n_head / n_kv_head).div_ceil(DECODE_ATTENTION_HEADS);
+        let groups = n_kv_head * head_runs;
+        let split_rows = if rows <= DECODE_ATTENTION_ONE_PASS_ROWS {
+            rows
+        } else {
+            (rows * groups)
+                .div_ceil(DECODE_ATTENTION_WORKGROUPS)
+                .next_multiple_of(DECODE_ATTENTION_SPLIT_STEP)
+        };
+        let splits = rows.div_ceil(split_rows);
+        let gate = call.gate.filter(|_| splits == 1);
+        let out = if splits == 1 {
+            self.output(1, call.q.cols)?
+        } else {
+            self.output(n_head * splits, 2 + head_dim)?
+        };
+        let scale = 1.0 / (head_dim as f32).sqrt();
+        self.record(
+            Kernel::AttentionDecode,
+            &[
+                n_head as u32,
+                n_kv_head as u32,
+                head_dim as u32,
+                call.pos0 as u32,
+                kv_cols as u32,
+                split_rows as u32,
+                splits as u32,
+                scale.to_bits(),
+                gate.is_some() as u32,
+            ],
+            &[
+                &call.q.buffer,
+                &call.k.buffer,
+                &call.v.buffer,
+                &call.k_cache.buffer,
+                &call.v_cache.buffer,
+                &out.buffer,
+                &gate.unwrap_or(call.q).buffer,
+            ],
+            groups * splits,
+            f32_bytes(&[call.q]) + (rows * kv_cols * 8) as u64,
+        )?;
+        if splits == 1 {
+            return Ok(out);
+        }
+        self.combine_attention(&out, splits, call)
+    }
+
     /// One query row: the cache split into blocks of WG rows, each (head, block) a workgroup,
     /// then the blocks merged per head (gated if `gate` is given). Shapes are checked.
-    fn decode_attention(&self, call: AttentionCall<'_, GpuTensor>) -> Result<GpuTensor, GpuError> {
+    fn per_head_decode_attention(
+        &self,
+        call: AttentionCall<'_, GpuTensor>,
+    ) -> Result<GpuTensor, GpuError> {
         let AttentionShape {
             n_head,
             n_kv_head,
@@ -246,6 +327,20 @@ impl Wgpu {
             n_head * blocks,
             f32_bytes(&[call.q]) + ((call.pos0 + 1) * kv_cols * 8) as u64,
         )?;
+        self.combine_attention(&partial, blocks, call)
+    }
+
+    /// The per-head results of `blocks` blocks of cache rows merged into one softmax, gated if
+    /// `call.gate` is given.
+    fn combine_attention(
+        &self,
+        partial: &GpuTensor,
+        blocks: usize,
+        call: AttentionCall<'_, GpuTensor>,
+    ) -> Result<GpuTensor, GpuError> {
+        let AttentionShape {
+            n_head, head_dim, ..
+        } = call.shape;
         let out = self.output(1, call.q.cols)?;
         self.record(
             Kernel::AttentionCombine,
@@ -261,7 +356,7 @@ impl Wgpu {
                 &out.buffer,
             ],
             n_head,
-            f32_bytes(&[&partial]),
+            f32_bytes(&[partial]),
         )?;
         Ok(out)
     }
