@@ -115,6 +115,9 @@ pub struct GpuArgs {
     /// Prefill GEMMs in f32 tiles even where the GPU has cooperative matrices (to compare).
     #[arg(long)]
     pub no_cooperative_matrix: bool,
+    /// Prefill attention in f32 even where the GPU has cooperative matrices (to compare).
+    #[arg(long)]
+    pub no_cooperative_attention: bool,
     /// Every runtime check in the kernels (loop bounds, integer division), not only buffer bounds.
     #[arg(long)]
     pub all_shader_checks: bool,
@@ -139,6 +142,7 @@ impl GpuArgs {
             memory_limit: self.gpu_memory_limit,
             integer_gemv: !self.f32_gemv,
             cooperative_matrix: !self.no_cooperative_matrix,
+            cooperative_attention: !self.no_cooperative_attention,
             all_shader_checks: self.all_shader_checks,
             ..GpuOptions::default()
         }

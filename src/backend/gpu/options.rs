@@ -13,6 +13,9 @@ pub struct GpuOptions {
     pub integer_gemv: bool,
     /// Prefill GEMMs on cooperative matrices (tensor cores) where the device has them.
     pub cooperative_matrix: bool,
+    /// Prefill attention on cooperative matrices (f16 products, f32 softmax) where the device
+    /// has them; else the f32 kernel.
+    pub cooperative_attention: bool,
     /// Loop bounding and guarded integer division in every kernel, besides the buffer bounds
     /// checks that are always on. They cost ALU in every inner loop (decode of the 27B shape ran
     /// 23% faster on the H200 without them) and guard against what the kernels do not do.
@@ -27,6 +30,7 @@ impl Default for GpuOptions {
             memory_limit: None,
             integer_gemv: true,
             cooperative_matrix: true,
+            cooperative_attention: true,
             all_shader_checks: false,
             subgroups: true,
         }
