@@ -272,6 +272,14 @@ impl Wgpu {
             // A driver that gets the GEMM wrong is not trusted with the attention either.
             gpu.cooperative_attention &= gpu.cooperative_matrix;
         }
+        log::info!(
+            "wgpu: prefill attention {}",
+            if gpu.cooperative_attention {
+                "on cooperative matrices (f16 products, f32 softmax)"
+            } else {
+                "in f32"
+            }
+        );
         Ok(gpu)
     }
 
