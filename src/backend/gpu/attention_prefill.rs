@@ -306,4 +306,66 @@ mod tests {
             "outputs are all near zero"
         );
     }
+
+    /// The f16 copies of the cooperative kernel (built here even where it cannot run, e.g. on
+    /// lavapipe): head-major, scaled, zeros past the head dim and the rows, rows before pos0
+    /// from the cache and the rest from the new rows, which also land in the cache.
+    #[test]
+    fn halves_are_head_major_copies_that_fill_the_cache() {
+        let Some(mut gpu) = super::super::test_gpu() else {
+            return;
+        };
+        gpu.pipelines
+            .add(&gpu.device, Kernel::AttentionPrefillHalves)
+            .unwrap();
+        let (heads, head_dim, pos0, rows, padded_rows) = (3, 40, 5, 7, 64);
+        let cols = heads * head_dim;
+        let value = |i: usize| (i as f32 * 0.377).sin() * 3.0;
+        let history: Vec<f32> = (0..(pos0 + rows) * cols).map(value).collect();
+        let mut cache_rows = history[..pos0 * cols].to_vec();
+        cache_rows.resize(history.len(), 0.0);
+        let cache = gpu.upload(pos0 + rows, cols, &cache_rows).unwrap();
+        let incoming = gpu.upload(rows, cols, &history[pos0 * cols..]).unwrap();
+        let scale = 0.5;
+        let words = gpu
+            .attention_halves(HalvesCall {
+                incoming: &incoming,
+                cache: &cache,
+                heads,
+                head_dim,
+                padded_rows,
+                pos0,
+                scale,
+                into_cache: true,
+            })
+            .unwrap();
+        assert_eq!(gpu.read_rows(&cache, 0, pos0 + rows).unwrap(), history);
+        let padded_dim = COOP_DEPTH;
+        let halves: Vec<f32> = gpu
+            .read_rows(&words, 0, words.rows)
+            .unwrap()
+            .iter()
+            .flat_map(|w| {
+                let bits = w.to_bits();
+                [bits as u16, (bits >> 16) as u16].map(|h| half::f16::from_bits(h).to_f32())
+            })
+            .collect();
+        assert_eq!(halves.len(), heads * padded_rows * padded_dim);
+        for (i, &got) in halves.iter().enumerate() {
+            let (h, row, d) = (
+                i / (padded_rows * padded_dim),
+                i / padded_dim % padded_rows,
+                i % padded_dim,
+            );
+            let want = if row < pos0 + rows && d < head_dim {
+                history[row * cols + h * head_dim + d] * scale
+            } else {
+                0.0
+            };
+            assert!(
+                (got - want).abs() <= want.abs() * 1e-3,
+                "head {h} row {row} dim {d}: {got} for {want}"
+            );
+        }
+    }
 }
