@@ -95,7 +95,8 @@ enum Numerics {
     /// A decode GEMV on activations quantized to 14 bits per run of 32: each input off by up to
     /// 2⁻¹⁴ of its run's largest magnitude.
     IntegerGemv,
-    /// The prefill GEMM on cooperative matrices: inputs rounded to f16 (2⁻¹¹), sums in f32.
+    /// The prefill GEMM or attention on cooperative matrices: inputs rounded to f16 (2⁻¹¹),
+    /// sums in f32.
     F16Gemm,
     /// The chunked delta rule on cooperative matrices: every operand of its three products per
     /// chunk rounded to f16 (the values, the state and its updates too), sums and the carried
@@ -147,6 +148,15 @@ impl Numerics {
     fn delta_rule(device: &Wgpu, rows: usize) -> Numerics {
         if rows >= DELTA_RULE_CHUNK_MIN_ROWS && device.delta_rule_in_f16() {
             Numerics::F16DeltaRule
+        } else {
+            Numerics::F32Sums
+        }
+    }
+
+    /// A prefill attention (from ATTENTION_PREFILL_MIN_ROWS query rows) on `device`.
+    fn attention(device: &Wgpu) -> Numerics {
+        if device.attention_in_f16() {
+            Numerics::F16Gemm
         } else {
             Numerics::F32Sums
         }
@@ -618,7 +628,12 @@ fn attention_prefill_then_decode() {
                 .unwrap();
             let want = reference_attention(&q, &k_hist, &v_hist, pos0, shape);
             let what = format!("attention {shape:?}, {rows} rows at {pos0}");
-            assert_close(&what, &read_all(gpu, &out), &want, Numerics::F32Sums);
+            let numerics = if rows >= ATTENTION_PREFILL_MIN_ROWS {
+                Numerics::attention(gpu)
+            } else {
+                Numerics::F32Sums
+            };
+            assert_close(&what, &read_all(gpu, &out), &want, numerics);
         }
         assert_eq!(gpu.read_rows(&k_cache, 0, history).unwrap(), k_hist);
         assert_eq!(gpu.read_rows(&v_cache, 0, history).unwrap(), v_hist);
@@ -691,6 +706,84 @@ fn decode_attention_at_awkward_depths() {
             assert_close(&what, &read_all(device, &out), &want, Numerics::F32Sums);
             assert_eq!(read_all(device, &k_cache), k_hist, "{what}: k cache");
             assert_eq!(read_all(device, &v_cache), v_hist, "{what}: v cache");
+        }
+    }
+}
+
+/// The prefill attention on cooperative matrices against the reference at sizes off its tiles:
+/// prompts of 1, 7, 129 and 300 tokens, then 7 more reading them back from the cache, heads of
+/// 64, 128 and 256, GQA 6:1 and 1:1, the second call gated; the cache must end up holding every
+/// k and v row. Where the adapter has no cooperative matrices (lavapipe) it skips, saying so,
+/// unless QWEN35_REQUIRE_COOPERATIVE=1 makes that a failure.
+#[test]
+fn cooperative_attention_prefill_against_reference() {
+    use qwen35::backend::AttentionCall;
+    let Some(gpu) = gpu() else { return };
+    if !gpu.attention_in_f16() {
+        let why = format!("{} has no cooperative attention", gpu.adapter_description());
+        assert_ne!(
+            std::env::var("QWEN35_REQUIRE_COOPERATIVE").as_deref(),
+            Ok("1"),
+            "QWEN35_REQUIRE_COOPERATIVE=1 but {why}"
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "NOTICE: SKIPPED cooperative attention: {why}"
+        );
+        return;
+    }
+    let mut rng = Rng::new(21);
+    for (group, head_dim) in [(6, 64), (6, 128), (6, 256), (1, 64), (1, 128), (1, 256)] {
+        let shape = (2 * group, 2, head_dim);
+        let (n_head, n_kv_head, _) = shape;
+        let kv_cols = n_kv_head * head_dim;
+        for prompt in [1, 7, 129, 300] {
+            let history = prompt + 7;
+            let mut k_cache = gpu.zeros(history, kv_cols).unwrap();
+            let mut v_cache = gpu.zeros(history, kv_cols).unwrap();
+            let k_hist = rng.vec(history * kv_cols);
+            let v_hist: Vec<f32> = rng.vec(history * kv_cols).iter().map(|v| v * 3.0).collect();
+            for (pos0, rows, gated) in [(0, prompt, false), (prompt, 7, true)] {
+                let q: Vec<f32> = rng
+                    .vec(rows * n_head * head_dim)
+                    .iter()
+                    .map(|v| v * 4.0)
+                    .collect();
+                let gate = rng.vec(rows * 2 * n_head * head_dim);
+                let kv = pos0 * kv_cols..(pos0 + rows) * kv_cols;
+                let qt = gpu.upload(rows, n_head * head_dim, &q).unwrap();
+                let gt = gpu.upload(rows, 2 * n_head * head_dim, &gate).unwrap();
+                let kt = gpu.upload(rows, kv_cols, &k_hist[kv.clone()]).unwrap();
+                let vt = gpu.upload(rows, kv_cols, &v_hist[kv]).unwrap();
+                let cache = KvCache {
+                    k: &mut k_cache,
+                    v: &mut v_cache,
+                    pos0,
+                };
+                let attention_shape = AttentionShape {
+                    n_head,
+                    n_kv_head,
+                    head_dim,
+                };
+                let out = gpu
+                    .attention_cooperative(AttentionCall::new(
+                        [&qt, &kt, &vt],
+                        &cache,
+                        attention_shape,
+                        gated.then_some(&gt),
+                    ))
+                    .unwrap();
+                let mut want = reference_attention(&q, &k_hist, &v_hist, pos0, shape);
+                if gated {
+                    for (i, w) in want.iter_mut().enumerate() {
+                        *w *= sigmoid(gate[(i / head_dim * 2 + 1) * head_dim + i % head_dim]);
+                    }
+                }
+                let what = format!("cooperative attention {shape:?}, {rows} rows at {pos0}");
+                assert_close(&what, &read_all(gpu, &out), &want, Numerics::F16Gemm);
+            }
+            assert_eq!(gpu.read_rows(&k_cache, 0, history).unwrap(), k_hist);
+            assert_eq!(gpu.read_rows(&v_cache, 0, history).unwrap(), v_hist);
         }
     }
 }
@@ -1442,11 +1535,12 @@ fn tiny_models_match_the_cpu_backend() {
         let cpu = CpuBackend::new(1).unwrap();
         let mut on_cpu = Session::new(cpu, &file, config.clone(), 32).unwrap();
         let device = Wgpu::new().unwrap();
-        let numerics = if name == "tiny-q4_k.gguf" || device.gemm_in_f16() {
-            Numerics::LossyForward
-        } else {
-            Numerics::F32Sums
-        };
+        let numerics =
+            if name == "tiny-q4_k.gguf" || device.gemm_in_f16() || device.attention_in_f16() {
+                Numerics::LossyForward
+            } else {
+                Numerics::F32Sums
+            };
         let mut on_gpu = Session::new(device, &file, config, 32).unwrap();
         // The last chunk is long enough for the tiled GEMM.
         let chunk: Vec<u32> = (0..GEMM_MIN_ROWS as u32 + 3).map(|i| 2 + 9 * i).collect();
@@ -1772,7 +1866,11 @@ fn fused_gated_attention_matches_its_composition() {
             &format!("gated attention at {pos0}"),
             &read_all(gpu, &got),
             &want,
-            Numerics::F32Sums,
+            if rows >= ATTENTION_PREFILL_MIN_ROWS {
+                Numerics::attention(gpu)
+            } else {
+                Numerics::F32Sums
+            },
         );
         pos0 += rows;
     }

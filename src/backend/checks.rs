@@ -43,6 +43,25 @@ pub fn attention(
     }
 }
 
+/// Query tokens per block of a prefill attention kernel whose workgroups take `block_rows` rows
+/// (token, q head), each token with every q head of one kv head, in heads of at most
+/// `max_head_dim`; else why the shape does not fit.
+pub fn attention_block_tokens(
+    shape: AttentionShape,
+    block_rows: usize,
+    max_head_dim: usize,
+) -> Result<usize, String> {
+    let group = shape.n_head / shape.n_kv_head.max(1);
+    if (1..=block_rows).contains(&group) && (1..=max_head_dim).contains(&shape.head_dim) {
+        Ok(block_rows / group)
+    } else {
+        Err(format!(
+            "{shape:?}: blocks of {block_rows} rows hold up to {block_rows} q heads a kv head, \
+             heads of up to {max_head_dim}"
+        ))
+    }
+}
+
 /// The operands of [`Backend::gated_attention`] must fit its shape, with heads at most
 /// `max_head_dim` wide (the kernel's limit); `dims` gives a tensor's `(rows, cols)`.
 pub fn gated_attention<T>(

@@ -1,7 +1,8 @@
-//! Cooperative matrices (tensor cores) for the prefill GEMM: whether the adapter has the shape the
-//! kernel uses, the experimental opt-in wgpu asks for, the GEMM itself, and a check at startup
-//! that it agrees with the f32 GEMM before any model runs on it. The chunked delta rule's kernel
-//! on them (delta_chunks.rs) needs the same features.
+//! Cooperative matrices (tensor cores) for the prefill GEMM and attention: whether the adapter has
+//! the shape the kernels use, the experimental opt-in wgpu asks for, the GEMM itself (the
+//! attention is in attention_prefill.rs), and a check at startup that the GEMM agrees with the
+//! f32 one before any model runs on it. The chunked delta rule's kernel on them (delta_chunks.rs)
+//! needs the same features.
 //!
 //! The kernel multiplies f16 matrices. x is converted once per call and the weight rows are
 //! decoded chunk by chunk into an f16 scratch matrix, each element once, by invocations that read
@@ -34,9 +35,10 @@ const MAX_SCRATCH_BYTES: u64 = 256 << 20;
 /// both operands leaves ~1e-7; a wrong layout or a broken driver leaves far less.
 const MIN_AGREEMENT: f64 = 0.9999;
 
-/// Ok when the cooperative GEMM can run on `adapter`, else why not.
+/// Ok when the cooperative GEMM or attention (whichever `options` turn on) can run on
+/// `adapter`, else why not.
 pub fn support(adapter: &wgpu::Adapter, options: &super::GpuOptions) -> Result<(), String> {
-    if !options.cooperative_matrix {
+    if !options.cooperative_matrix && !options.cooperative_attention {
         return Err("turned off".into());
     }
     if !options.subgroups {
@@ -83,19 +85,23 @@ pub fn support(adapter: &wgpu::Adapter, options: &super::GpuOptions) -> Result<(
 pub fn experimental_features(requested: bool) -> wgpu::ExperimentalFeatures {
     if requested {
         // SAFETY: the one experimental feature requested is cooperative matrices; only the GEMM
-        // kernel uses them, and its results are checked against the f32 kernel before use
-        // (`Wgpu::cooperative_gemm_agrees`).
+        // and attention kernels use them, the GEMM's results checked against the f32 kernel
+        // before use (`Wgpu::cooperative_gemm_agrees`).
         unsafe { wgpu::ExperimentalFeatures::enabled() }
     } else {
         wgpu::ExperimentalFeatures::disabled()
     }
 }
 
-/// Builds the cooperative GEMM's pipelines; false (with the reason logged) if the device
-/// rejects them.
-pub fn add_pipelines(pipelines: &mut Pipelines, device: &wgpu::Device) -> bool {
-    match pipelines.add_cooperative(device) {
+/// Builds the cooperative GEMM's (or with `attention` the attention's) pipelines; false (with
+/// the reason logged) if the device rejects them.
+pub fn add_pipelines(pipelines: &mut Pipelines, device: &wgpu::Device, attention: bool) -> bool {
+    match pipelines.add_cooperative(device, attention) {
         Ok(()) => true,
+        Err(e) if attention => {
+            log::warn!("wgpu: prefill attention in f32 (cooperative kernels rejected: {e})");
+            false
+        }
         Err(e) => {
             log::warn!("wgpu: prefill GEMM in f32 tiles (cooperative kernels rejected: {e})");
             false

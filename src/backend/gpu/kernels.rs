@@ -222,6 +222,11 @@ pub enum Kernel {
     AttentionCombine,
     /// Attention for many query rows at once (prefill), by blocks of query tokens.
     AttentionPrefill,
+    /// Rows of q, k or v as f16 for [`Kernel::AttentionPrefillCoop`] (k and v also into the
+    /// cache).
+    AttentionPrefillHalves,
+    /// [`Kernel::AttentionPrefill`] on cooperative matrices (tensor cores), over f16 copies.
+    AttentionPrefillCoop,
     Conv1dSilu,
     ConvQkvNorm,
     Argmax,
@@ -284,6 +289,8 @@ impl Kernel {
             Kernel::AttentionBlocks,
             Kernel::AttentionCombine,
             Kernel::AttentionPrefill,
+            Kernel::AttentionPrefillHalves,
+            Kernel::AttentionPrefillCoop,
             Kernel::Conv1dSilu,
             Kernel::ConvQkvNorm,
             Kernel::Argmax,
@@ -338,7 +345,8 @@ impl Kernel {
             | Kernel::AttentionDecode
             | Kernel::AttentionBlocks
             | Kernel::AttentionCombine => "attention".into(),
-            Kernel::AttentionPrefill => "attention prefill".into(),
+            Kernel::AttentionPrefill | Kernel::AttentionPrefillCoop => "attention prefill".into(),
+            Kernel::AttentionPrefillHalves => "attention prefill f16 qkv".into(),
             Kernel::Conv1dSilu => "conv1d_silu".into(),
             Kernel::ConvQkvNorm => "conv_qkv_norm".into(),
             // Greedy decoding's token choice.
@@ -352,15 +360,26 @@ impl Kernel {
         }
     }
 
-    /// Whether this kernel belongs to the GEMM or the delta rule on cooperative matrices, built
+    /// Whether this kernel belongs to the GEMM, the attention or the delta rule on cooperative
+    /// matrices, built
     /// only where the device has them, f16 and subgroups of 32 invocations.
     pub fn needs_cooperative_matrix(self) -> bool {
+        self.is_cooperative_attention()
+            || matches!(
+                self,
+                Kernel::GemmCoop
+                    | Kernel::HalfActivations
+                    | Kernel::HalfWeights(_)
+                    | Kernel::DeltaRuleChunkedCoop
+            )
+    }
+
+    /// Whether this kernel belongs to the prefill attention on cooperative matrices (built
+    /// apart from the GEMM's, so that either can be refused alone).
+    pub fn is_cooperative_attention(self) -> bool {
         matches!(
             self,
-            Kernel::GemmCoop
-                | Kernel::HalfActivations
-                | Kernel::HalfWeights(_)
-                | Kernel::DeltaRuleChunkedCoop
+            Kernel::AttentionPrefillHalves | Kernel::AttentionPrefillCoop
         )
     }
 
@@ -368,7 +387,10 @@ impl Kernel {
     /// device has subgroup operations.
     pub fn files(self, subgroups: bool) -> Vec<SourceFile> {
         let mut files = Vec::new();
-        if matches!(self, Kernel::GemmCoop | Kernel::DeltaRuleChunkedCoop) {
+        if matches!(
+            self,
+            Kernel::GemmCoop | Kernel::DeltaRuleChunkedCoop | Kernel::AttentionPrefillCoop
+        ) {
             files.push(wgsl!("lib/cooperative_matrix"));
         }
         files.push(GRID);
@@ -458,6 +480,8 @@ impl Kernel {
             Kernel::DeltaNetGates => files.extend([SOFTPLUS, wgsl!("kernels/delta_net_gates")]),
             Kernel::DeltaRule => files.extend([SOFTPLUS, wgsl!("kernels/delta_rule")]),
             Kernel::AttentionPrefill => files.push(wgsl!("kernels/attention_prefill")),
+            Kernel::AttentionPrefillHalves => files.push(wgsl!("kernels/attention_prefill_halves")),
+            Kernel::AttentionPrefillCoop => files.push(wgsl!("kernels/attention_prefill_coop")),
             Kernel::DeltaRuleChunkFactors => files.push(wgsl!("kernels/delta_rule_chunk_factors")),
             Kernel::DeltaRuleChunked => {
                 files.extend([DELTA_RULE_CHUNKED_IO, wgsl!("kernels/delta_rule_chunked")]);
@@ -631,12 +655,19 @@ impl Pipelines {
         Ok(pipelines)
     }
 
-    /// The pipelines of the GEMM on cooperative matrices, for a device with
-    /// `EXPERIMENTAL_COOPERATIVE_MATRIX`, `SHADER_F16` and `SUBGROUP` (the delta rule's is added
-    /// on its own).
-    pub fn add_cooperative(&mut self, device: &wgpu::Device) -> Result<(), GpuError> {
+    /// The pipelines of the GEMM (or with `attention` the attention) on cooperative matrices,
+    /// for a device with `EXPERIMENTAL_COOPERATIVE_MATRIX`, `SHADER_F16` and `SUBGROUP` (the delta
+    /// rule's is added on its own).
+    pub fn add_cooperative(
+        &mut self,
+        device: &wgpu::Device,
+        attention: bool,
+    ) -> Result<(), GpuError> {
         for kernel in Kernel::all() {
-            if kernel.needs_cooperative_matrix() && kernel != Kernel::DeltaRuleChunkedCoop {
+            if kernel.needs_cooperative_matrix()
+                && kernel != Kernel::DeltaRuleChunkedCoop
+                && kernel.is_cooperative_attention() == attention
+            {
                 self.add(device, kernel)?;
             }
         }

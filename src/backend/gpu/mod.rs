@@ -62,6 +62,9 @@ pub struct Wgpu {
     /// Whether the chunked delta rule runs on cooperative matrices
     /// ([`GpuOptions::cooperative_delta_rule`]).
     cooperative_delta_rule: bool,
+    /// Whether prefill attention runs on cooperative matrices
+    /// ([`GpuOptions::cooperative_attention`]).
+    cooperative_attention: bool,
     /// The normed input of the last projection, reused by the next of the same input.
     last_normed: Mutex<Option<ops::LastNormed>>,
     /// Whether the GEMVs of formats with an integer span reader take quantized activations
@@ -159,6 +162,11 @@ impl Wgpu {
         self.cooperative_delta_rule
     }
 
+    /// Whether prefill attention multiplies in f16 (cooperative matrices) rather than f32.
+    pub fn attention_in_f16(&self) -> bool {
+        self.cooperative_attention
+    }
+
     /// [`Wgpu::with_options`] on a Metal adapter only, with MSL passthrough shaders where it has
     /// them (for the Metal backend).
     pub(crate) fn new_metal(options: &GpuOptions) -> Result<Wgpu, GpuError> {
@@ -235,9 +243,15 @@ impl Wgpu {
         });
         let mut pipelines = Pipelines::build(&device, &info, options.all_shader_checks)?;
         let cooperative_delta_rule = cooperative
+            && options.cooperative_matrix
             && options.cooperative_delta_rule
             && cooperative::add_delta_rule_pipeline(&mut pipelines, &device);
-        let cooperative = cooperative && cooperative::add_pipelines(&mut pipelines, &device);
+        let cooperative_attention = cooperative
+            && options.cooperative_attention
+            && cooperative::add_pipelines(&mut pipelines, &device, true);
+        let cooperative = cooperative
+            && options.cooperative_matrix
+            && cooperative::add_pipelines(&mut pipelines, &device, false);
         let limits = device.limits();
         let binding_limit = limits
             .max_storage_buffer_binding_size
@@ -264,6 +278,7 @@ impl Wgpu {
             rope_tables: Mutex::new(Default::default()),
             cooperative_matrix: cooperative,
             cooperative_delta_rule,
+            cooperative_attention,
             last_normed: Mutex::new(None),
             integer_gemv: options.integer_gemv,
             last_quantized: Mutex::new(None),
@@ -273,7 +288,17 @@ impl Wgpu {
         };
         if cooperative {
             gpu.cooperative_matrix = gpu.cooperative_gemm_agrees();
+            // A driver that gets the GEMM wrong is not trusted with the attention either.
+            gpu.cooperative_attention &= gpu.cooperative_matrix;
         }
+        log::info!(
+            "wgpu: prefill attention {}",
+            if gpu.cooperative_attention {
+                "on cooperative matrices (f16 products, f32 softmax)"
+            } else {
+                "in f32"
+            }
+        );
         Ok(gpu)
     }
 

@@ -17,6 +17,9 @@ pub struct GpuOptions {
     /// the device has them and `cooperative_matrix` is on. Off by default: on the H100 it ran no
     /// faster than the f32 kernel (benches/results/h100-2026-12-06-deltacoop), which is exact.
     pub cooperative_delta_rule: bool,
+    /// Prefill attention on cooperative matrices (f16 products, f32 softmax) where the device
+    /// has them; else the f32 kernel.
+    pub cooperative_attention: bool,
     /// Loop bounding and guarded integer division in every kernel, besides the buffer bounds
     /// checks that are always on. They cost ALU in every inner loop (decode of the 27B shape ran
     /// 23% faster on the H200 without them) and guard against what the kernels do not do.
@@ -35,6 +38,7 @@ impl Default for GpuOptions {
             integer_gemv: true,
             cooperative_matrix: true,
             cooperative_delta_rule: false,
+            cooperative_attention: true,
             all_shader_checks: false,
             subgroups: true,
             per_head_attention: false,
