@@ -640,8 +640,8 @@ fn attention_prefill_then_decode() {
     }
 }
 
-/// One decode step over caches of awkward depths: one dispatch up to 256 rows, splits of the
-/// cache merged from 257 on; GQA 6:1 and 1:1 at head dims 256, 128 and 64, a group of 16 (more
+/// One decode step over caches of awkward depths: by query head up to 1024 rows, by kv head in
+/// splits of the cache merged from 1025 on; GQA 6:1 and 1:1 at head dims 256, 128 and 64, a group of 16 (more
 /// query heads than one workgroup serves) at an odd head dim, and a cache long enough for
 /// splits of more than one tile of rows (eight kv heads at 20300 rows: splits of 320); with and
 /// without subgroups, and by query head (`--per-head-attention`). The step's k and v must land
@@ -651,8 +651,8 @@ fn decode_attention_at_awkward_depths() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng::new(16);
     let devices = [
-        (gpu, "by kv head"),
-        (plain_gpu(), "by kv head, without subgroups"),
+        (gpu, "default"),
+        (plain_gpu(), "default, without subgroups"),
         (per_head_attention_gpu(), "by query head"),
     ];
     let shapes = [
@@ -666,7 +666,7 @@ fn decode_attention_at_awkward_depths() {
     ];
     let cases = shapes
         .into_iter()
-        .flat_map(|shape| [1, 7, 129, 256, 257, 1000].map(|depth| (shape, depth)))
+        .flat_map(|shape| [1, 7, 129, 257, 1024, 1025, 2100].map(|depth| (shape, depth)))
         .chain([((8, 8, 64), 20_300)]);
     for (shape, depth) in cases {
         let (n_head, n_kv_head, head_dim) = shape;

@@ -126,7 +126,8 @@ pub struct GpuArgs {
     /// Every runtime check in the kernels (loop bounds, integer division), not only buffer bounds.
     #[arg(long)]
     pub all_shader_checks: bool,
-    /// Decode attention by query head, each re-reading its kv head's cache rows (to compare).
+    /// Decode attention by query head at every depth, each re-reading its kv head's cache rows
+    /// (to compare; by default only caches of up to 1024 rows).
     #[arg(long)]
     pub per_head_attention: bool,
 }

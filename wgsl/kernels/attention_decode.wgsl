@@ -1,10 +1,9 @@
-// Decode attention (one query row), one workgroup per kv head, run of up to HEADS query heads of
-// its GQA group, and split of the cache rows: every key and value row is loaded once for all the
-// query heads it serves. With one split (a short cache) the output is final, times
-// sigmoid(gate) when gated, the gate half of each head's 2·head_dim group of gate_src (the q
-// projection's output; unread otherwise). With several (flash decoding), each split writes its
+// Decode attention (one query row) past a short cache, as flash decoding: one workgroup per kv
+// head, run of up to HEADS query heads of its GQA group, and split of the cache rows, so that
+// every key and value row is loaded once for all the query heads it serves. Each split writes its
 // heads' max m, Σ exp(s − m) and Σ exp(s − m)·v in attention_blocks.wgsl's layout, for
-// attention_combine.wgsl to merge.
+// attention_combine.wgsl to merge (and gate). Short caches take the per-head kernels
+// (attention_blocks.wgsl): a workgroup per kv head is too few workgroups to fill a GPU there.
 //
 // The split is walked in tiles of TILE rows with an online softmax. Scores: invocation r dots
 // row r of the tile with every head's q, held in workgroup memory (all invocations read the
@@ -23,7 +22,6 @@ struct Params {
     split_rows: u32,
     splits: u32,
     scale: f32,
-    gated: u32,
 }
 
 @group(0) @binding(0) var<storage, read> p: Params;
@@ -32,15 +30,14 @@ struct Params {
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> k_cache: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<f32>>;
-// The output row (one split), or per (head, split) max, sum and head_dim weighted-value sums.
+// Per (head, split): max, sum and head_dim weighted-value sums.
 @group(0) @binding(6) var<storage, read_write> out: array<f32>;
-@group(0) @binding(7) var<storage, read> gate_src: array<vec4<f32>>;
 
 // Query heads per workgroup; a larger GQA group takes several workgroups per kv head.
 const HEADS: u32 = 8u;
 // vec4s of the widest head (head_dim 256, the host's limit).
 const MAX_LANES: u32 = 64u;
-// A tile is one row per invocation, so the cache of a one-dispatch call is one tile.
+// A tile is one row per invocation.
 const TILE: u32 = WG;
 const UNROLL: u32 = 8u;
 const NEG_HUGE: f32 = -3.0e38;
@@ -204,16 +201,9 @@ fn main(
     for (var h = 0u; h < HEADS; h++) {
         if (h < heads) {
             let head = first_head + h;
-            var o = acc[h];
-            var at = (head * p.splits + split) * (2u + p.head_dim) + 2u + 4u * lane;
-            if (p.splits == 1u) {
-                o /= sums[h];
-                if (p.gated != 0u) {
-                    let gate = gate_src[(head * 2u + 1u) * lanes + lane];
-                    o *= 1.0 / (1.0 + exp(-gate));
-                }
-                at = (head * lanes + lane) * 4u;
-            } else if (lane == 0u) {
+            let o = acc[h];
+            let at = (head * p.splits + split) * (2u + p.head_dim) + 2u + 4u * lane;
+            if (lane == 0u) {
                 out[at - 2u] = running_max[h];
                 out[at - 1u] = sums[h];
             }

@@ -2,7 +2,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use super::kernels::{Kernel, WeightFormat, ATTENTION_DECODE_WG, DEFAULT_WG, GEMV_WORKGROUP_ROWS};
+use super::kernels::{Kernel, WeightFormat, DEFAULT_WG, GEMV_WORKGROUP_ROWS};
 use super::recorder::{Binding, KernelDispatch};
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::checks;

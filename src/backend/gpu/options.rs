@@ -26,8 +26,9 @@ pub struct GpuOptions {
     pub all_shader_checks: bool,
     /// Kernels with subgroup operations where the adapter has them (tests run both variants).
     pub subgroups: bool,
-    /// Decode attention by query head and block of cache rows, each query head reading its kv
-    /// head's rows again (else one pass over each kv head's rows for its GQA group; to compare).
+    /// Decode attention by query head and block of cache rows at every depth, each query head
+    /// reading its kv head's rows again (else so only up to 1024 cached rows, and past them one
+    /// pass over each kv head's rows for its GQA group; to compare).
     pub per_head_attention: bool,
 }
 

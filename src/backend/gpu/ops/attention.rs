@@ -2,17 +2,15 @@
 
 use super::*;
 
-/// Cache rows up to which decode attention is one dispatch of one workgroup per kv head (and
-/// run of its query heads), one tile each: past it, too few workgroups would stream too many
-/// rows each.
-const DECODE_ATTENTION_ONE_PASS_ROWS: usize = DECODE_ATTENTION_TILE;
+/// Cache rows up to which decode attention takes the per-head kernels: below it one workgroup
+/// per kv head and split (a few on the 27B's 4 kv heads) cannot fill a GPU; the two measured
+/// even at 1024 rows (benches/results/h200-2026-12-06-run28).
+const DECODE_ATTENTION_PER_HEAD_ROWS: usize = 1024;
 /// Workgroups a split decode attention aims at, to keep every SM of a large GPU streaming
 /// (more splits cost more partial results for the merge to read).
 const DECODE_ATTENTION_WORKGROUPS: usize = 512;
 /// Query heads one decode-attention workgroup serves (`HEADS` of attention_decode.wgsl).
 const DECODE_ATTENTION_HEADS: usize = 8;
-/// Cache rows a decode-attention workgroup takes at a time (`TILE` of attention_decode.wgsl).
-const DECODE_ATTENTION_TILE: usize = ATTENTION_DECODE_WG;
 /// Splits of the cache are whole numbers of this many rows, fewer than a tile's: at a depth of
 /// a few thousand rows, splits of whole tiles would leave most of a large GPU's SMs idle.
 const DECODE_ATTENTION_SPLIT_STEP: usize = 64;
@@ -230,9 +228,9 @@ impl Wgpu {
         Ok(out)
     }
 
-    /// One query row: each kv head's cache rows read once for the query heads of its GQA group,
-    /// in one dispatch up to [`DECODE_ATTENTION_ONE_PASS_ROWS`] rows, else in splits merged per
-    /// head (gated if `gate` is given). Shapes are checked.
+    /// One query row: past [`DECODE_ATTENTION_PER_HEAD_ROWS`] cache rows, each kv head's rows
+    /// read once for the query heads of its GQA group, in splits merged per head (gated if `gate`
+    /// is given); a shorter cache by query head. Shapes are checked.
     fn decode_attention(&self, call: AttentionCall<'_, GpuTensor>) -> Result<GpuTensor, GpuError> {
         let AttentionShape {
             n_head,
@@ -241,22 +239,16 @@ impl Wgpu {
         } = call.shape;
         let kv_cols = n_kv_head * head_dim;
         let rows = call.pos0 + 1;
+        if rows <= DECODE_ATTENTION_PER_HEAD_ROWS {
+            return self.per_head_decode_attention(call);
+        }
         let head_runs = (n_head / n_kv_head).div_ceil(DECODE_ATTENTION_HEADS);
         let groups = n_kv_head * head_runs;
-        let split_rows = if rows <= DECODE_ATTENTION_ONE_PASS_ROWS {
-            rows
-        } else {
-            (rows * groups)
-                .div_ceil(DECODE_ATTENTION_WORKGROUPS)
-                .next_multiple_of(DECODE_ATTENTION_SPLIT_STEP)
-        };
+        let split_rows = (rows * groups)
+            .div_ceil(DECODE_ATTENTION_WORKGROUPS)
+            .next_multiple_of(DECODE_ATTENTION_SPLIT_STEP);
         let splits = rows.div_ceil(split_rows);
-        let gate = call.gate.filter(|_| splits == 1);
-        let out = if splits == 1 {
-            self.output(1, call.q.cols)?
-        } else {
-            self.output(n_head * splits, 2 + head_dim)?
-        };
+        let partial = self.output(n_head * splits, 2 + head_dim)?;
         let scale = 1.0 / (head_dim as f32).sqrt();
         self.record(
             Kernel::AttentionDecode,
@@ -269,7 +261,6 @@ impl Wgpu {
                 split_rows as u32,
                 splits as u32,
                 scale.to_bits(),
-                gate.is_some() as u32,
             ],
             &[
                 &call.q.buffer,
@@ -277,16 +268,12 @@ impl Wgpu {
                 &call.v.buffer,
                 &call.k_cache.buffer,
                 &call.v_cache.buffer,
-                &out.buffer,
-                &gate.unwrap_or(call.q).buffer,
+                &partial.buffer,
             ],
             groups * splits,
             f32_bytes(&[call.q]) + (rows * kv_cols * 8) as u64,
         )?;
-        if splits == 1 {
-            return Ok(out);
-        }
-        self.combine_attention(&out, splits, call)
+        self.combine_attention(&partial, splits, call)
     }
 
     /// One query row: the cache split into blocks of WG rows, each (head, block) a workgroup,
