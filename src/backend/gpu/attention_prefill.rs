@@ -6,7 +6,7 @@
 //! cache), its softmax in f32.
 
 use super::kernels::Kernel;
-use super::ops::{f32_bytes, WG};
+use super::ops::{attention_bindings, check_attention, f32_bytes, WG};
 use super::{GpuError, GpuTensor, Wgpu};
 use crate::backend::{checks, AttentionCall, AttentionShape};
 
@@ -43,16 +43,7 @@ impl Wgpu {
                 reason: "this device has no cooperative attention".into(),
             });
         }
-        checks::attention(
-            call.q.dims(),
-            call.k.dims(),
-            call.v.dims(),
-            call.k_cache.dims(),
-            call.v_cache.dims(),
-            call.pos0,
-            call.shape,
-        )
-        .map_err(|detail| GpuError::Shape { op, detail })?;
+        check_attention(&call).map_err(|detail| GpuError::Shape { op, detail })?;
         if let Some(gate) = call.gate {
             checks::same_dims(gate.dims(), (call.q.rows, 2 * call.q.cols)).map_err(|d| {
                 GpuError::Shape {
@@ -99,15 +90,7 @@ impl Wgpu {
                 tokens_per_block as u32,
                 call.gate.is_some() as u32,
             ],
-            &[
-                &call.q.buffer,
-                &call.k.buffer,
-                &call.v.buffer,
-                &call.k_cache.buffer,
-                &call.v_cache.buffer,
-                &out.buffer,
-                &call.gate.unwrap_or(call.q).buffer,
-            ],
+            &attention_bindings(&call, &out),
             blocks * n_kv_head,
             f32_bytes(&[call.q])
                 + call.gate.map_or(0, |g| f32_bytes(&[g]) / 2)

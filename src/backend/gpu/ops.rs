@@ -47,6 +47,37 @@ pub(super) fn f32_bytes(tensors: &[&GpuTensor]) -> u64 {
     tensors.iter().map(|t| t.len() as u64 * 4).sum()
 }
 
+/// The bindings every attention kernel takes after its parameters: q, k, v (the new rows), the
+/// k and v caches, `out`, and the gate source (q where ungated; the kernels that gate in a later
+/// merge bind only the first six).
+pub(super) fn attention_bindings<'a>(
+    call: &AttentionCall<'a, GpuTensor>,
+    out: &'a GpuTensor,
+) -> [&'a wgpu::Buffer; 7] {
+    [
+        &call.q.buffer,
+        &call.k.buffer,
+        &call.v.buffer,
+        &call.k_cache.buffer,
+        &call.v_cache.buffer,
+        &out.buffer,
+        &call.gate.unwrap_or(call.q).buffer,
+    ]
+}
+
+/// [`checks::attention`] on the operands of `call`.
+pub(super) fn check_attention(call: &AttentionCall<'_, GpuTensor>) -> Result<(), String> {
+    checks::attention(
+        call.q.dims(),
+        call.k.dims(),
+        call.v.dims(),
+        call.k_cache.dims(),
+        call.v_cache.dims(),
+        call.pos0,
+        call.shape,
+    )
+}
+
 fn shape_error(op: &'static str, detail: String) -> GpuError {
     GpuError::Shape { op, detail }
 }

@@ -179,16 +179,7 @@ impl Wgpu {
                 format!("head dim {head_dim} is not a multiple of 4 in 4..={MAX_HEAD_DIM}"),
             ));
         }
-        checks::attention(
-            call.q.dims(),
-            call.k.dims(),
-            call.v.dims(),
-            call.k_cache.dims(),
-            call.v_cache.dims(),
-            call.pos0,
-            call.shape,
-        )
-        .map_err(|d| shape_error("attention", d))?;
+        check_attention(&call).map_err(|d| shape_error("attention", d))?;
         if call.q.rows >= ATTENTION_PREFILL_MIN_ROWS && Wgpu::attention_prefill_fits(call.shape) {
             return self.attention_prefill(call);
         }
@@ -213,15 +204,7 @@ impl Wgpu {
                 scale.to_bits(),
                 call.gate.is_some() as u32,
             ],
-            &[
-                &call.q.buffer,
-                &call.k.buffer,
-                &call.v.buffer,
-                &call.k_cache.buffer,
-                &call.v_cache.buffer,
-                &out.buffer,
-                &call.gate.unwrap_or(call.q).buffer,
-            ],
+            &attention_bindings(&call, &out),
             call.q.rows * n_head,
             f32_bytes(&[call.q]) + ((call.pos0 + call.q.rows) * kv_cols * 8) as u64,
         )?;
@@ -237,7 +220,6 @@ impl Wgpu {
             n_kv_head,
             head_dim,
         } = call.shape;
-        let kv_cols = n_kv_head * head_dim;
         let rows = call.pos0 + 1;
         if rows <= DECODE_ATTENTION_PER_HEAD_ROWS {
             return self.per_head_decode_attention(call);
@@ -248,32 +230,14 @@ impl Wgpu {
             .div_ceil(DECODE_ATTENTION_WORKGROUPS)
             .next_multiple_of(DECODE_ATTENTION_SPLIT_STEP);
         let splits = rows.div_ceil(split_rows);
-        let partial = self.output(n_head * splits, 2 + head_dim)?;
         let scale = 1.0 / (head_dim as f32).sqrt();
-        self.record(
+        self.decode_attention_in_splits(
+            call,
             Kernel::AttentionDecode,
-            &[
-                n_head as u32,
-                n_kv_head as u32,
-                head_dim as u32,
-                call.pos0 as u32,
-                kv_cols as u32,
-                split_rows as u32,
-                splits as u32,
-                scale.to_bits(),
-            ],
-            &[
-                &call.q.buffer,
-                &call.k.buffer,
-                &call.v.buffer,
-                &call.k_cache.buffer,
-                &call.v_cache.buffer,
-                &partial.buffer,
-            ],
+            &[split_rows as u32, splits as u32, scale.to_bits()],
+            splits,
             groups * splits,
-            f32_bytes(&[call.q]) + (rows * kv_cols * 8) as u64,
-        )?;
-        self.combine_attention(&partial, splits, call)
+        )
     }
 
     /// One query row: the cache split into blocks of WG rows, each (head, block) a workgroup,
@@ -282,39 +246,53 @@ impl Wgpu {
         &self,
         call: AttentionCall<'_, GpuTensor>,
     ) -> Result<GpuTensor, GpuError> {
+        let blocks = (call.pos0 + 1).div_ceil(WG);
+        let scale = 1.0 / (call.shape.head_dim as f32).sqrt();
+        self.decode_attention_in_splits(
+            call,
+            Kernel::AttentionBlocks,
+            &[blocks as u32, scale.to_bits(), 0],
+            blocks,
+            call.shape.n_head * blocks,
+        )
+    }
+
+    /// Records a decode-attention `kernel` that writes each head's softmax partials (max, sum,
+    /// weighted values) of `splits` splits of the cache, its parameters the shape, the position
+    /// and the kv width followed by `layout` (the kernel's own words), then merges the splits.
+    fn decode_attention_in_splits(
+        &self,
+        call: AttentionCall<'_, GpuTensor>,
+        kernel: Kernel,
+        layout: &[u32],
+        splits: usize,
+        workgroups: usize,
+    ) -> Result<GpuTensor, GpuError> {
         let AttentionShape {
             n_head,
             n_kv_head,
             head_dim,
         } = call.shape;
         let kv_cols = n_kv_head * head_dim;
-        let blocks = (call.pos0 + 1).div_ceil(WG);
-        let partial = self.output(n_head * blocks, 2 + head_dim)?;
-        let scale = 1.0 / (head_dim as f32).sqrt();
+        let partial = self.output(n_head * splits, 2 + head_dim)?;
+        let params: Vec<u32> = [
+            n_head as u32,
+            n_kv_head as u32,
+            head_dim as u32,
+            call.pos0 as u32,
+            kv_cols as u32,
+        ]
+        .into_iter()
+        .chain(layout.iter().copied())
+        .collect();
         self.record(
-            Kernel::AttentionBlocks,
-            &[
-                n_head as u32,
-                n_kv_head as u32,
-                head_dim as u32,
-                call.pos0 as u32,
-                kv_cols as u32,
-                blocks as u32,
-                scale.to_bits(),
-                0,
-            ],
-            &[
-                &call.q.buffer,
-                &call.k.buffer,
-                &call.v.buffer,
-                &call.k_cache.buffer,
-                &call.v_cache.buffer,
-                &partial.buffer,
-            ],
-            n_head * blocks,
+            kernel,
+            &params,
+            &attention_bindings(&call, &partial)[..6],
+            workgroups,
             f32_bytes(&[call.q]) + ((call.pos0 + 1) * kv_cols * 8) as u64,
         )?;
-        self.combine_attention(&partial, blocks, call)
+        self.combine_attention(&partial, splits, call)
     }
 
     /// The per-head results of `blocks` blocks of cache rows merged into one softmax, gated if
