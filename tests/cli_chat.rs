@@ -167,23 +167,34 @@ fn interrupt(child: &Child) {
 }
 
 /// Collects a pipe's output on a thread, so the test can wait for a given text.
-struct Collected(Arc<Mutex<Vec<u8>>>);
+struct Collected {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    reader: std::thread::JoinHandle<()>,
+}
 
 impl Collected {
     fn from(mut pipe: impl Read + Send + 'static) -> Collected {
         let bytes = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&bytes);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut chunk = [0u8; 4096];
             while let Ok(n @ 1..) = pipe.read(&mut chunk) {
                 sink.lock().unwrap().extend_from_slice(&chunk[..n]);
             }
         });
-        Collected(bytes)
+        Collected { bytes, reader }
     }
 
+    /// The text so far: what the reader thread has taken from the pipe, which may lag behind
+    /// what the process wrote.
     fn text(&self) -> String {
-        text(&self.0.lock().unwrap())
+        text(&self.bytes.lock().unwrap())
+    }
+
+    /// The whole text, once the pipe is closed (the process has ended).
+    fn all(self) -> String {
+        self.reader.join().expect("the pipe's reader ends");
+        text(&self.bytes.lock().unwrap())
     }
 
     /// Waits until `done` holds for the text so far (at most 60 s).
@@ -225,7 +236,7 @@ fn ctrl_c_stops_the_reply_and_keeps_the_session() {
     }
     stdin.write_all(b"/quit\n").unwrap();
     let status = child.wait().unwrap();
-    assert!(status.success(), "{status:?}: {}", stderr.text());
+    assert!(status.success(), "{status:?}: {}", stderr.all());
 }
 
 /// Ctrl-C while the model loads (here: opening a FIFO that nobody writes, so the load cannot
@@ -255,12 +266,10 @@ fn ctrl_c_during_the_load_exits_with_a_message() {
     interrupt(&child);
     let status = child.wait().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(status.code(), Some(130), "{}", stderr.text());
+    let stderr = stderr.all();
+    assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(
-        stderr
-            .text()
-            .contains("interrupted while loading the model"),
-        "{}",
-        stderr.text()
+        stderr.contains("interrupted while loading the model"),
+        "{stderr}"
     );
 }
