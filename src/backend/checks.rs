@@ -24,7 +24,7 @@ pub fn attention(
     pos0: usize,
     shape: AttentionShape,
 ) -> Result<(), String> {
-    let kv_cols = shape.n_kv_head * shape.head_dim;
+    let kv_cols = shape.kv_cols();
     let fits = shape.n_kv_head > 0
         && shape.n_head.is_multiple_of(shape.n_kv_head)
         && q.1 == shape.n_head * shape.head_dim

@@ -946,7 +946,7 @@ impl Backend for CpuBackend {
                 self.write_rows(k_cache, pos0, &k.data)?;
                 self.write_rows(v_cache, pos0, &v.data)?;
                 let group = n_head / n_kv_head;
-                let scale = 1.0 / (head_dim as f32).sqrt();
+                let scale = shape.scale();
                 let (k_cache, v_cache) = (&*k_cache, &*v_cache);
                 let mut out = vec![0f32; q.data.len()];
                 self.pool.install(|| {

@@ -46,6 +46,18 @@ pub struct AttentionShape {
     pub head_dim: usize,
 }
 
+impl AttentionShape {
+    /// Columns of k, v and the cache: every kv head's values.
+    pub fn kv_cols(self) -> usize {
+        self.n_kv_head * self.head_dim
+    }
+
+    /// The factor of the scores q·k, 1/sqrt(head_dim).
+    pub fn scale(self) -> f32 {
+        1.0 / (self.head_dim as f32).sqrt()
+    }
+}
+
 /// q, k and v of a Gated DeltaNet layer, as [`Backend::conv_qkv_norm`] leaves them.
 pub struct Qkv<T> {
     pub q: T,

@@ -65,15 +65,10 @@ impl Wgpu {
         if self.cooperative_attention {
             return self.attention_prefill_cooperative(call);
         }
-        let AttentionShape {
-            n_head,
-            n_kv_head,
-            head_dim,
-        } = call.shape;
-        let tokens_per_block = block_tokens(call.shape)?;
+        let shape = call.shape;
+        let tokens_per_block = block_tokens(shape)?;
         let blocks = call.q.rows.div_ceil(tokens_per_block);
         let out = self.output(call.q.rows, call.q.cols)?;
-        let scale = 1.0 / (head_dim as f32).sqrt();
         // Every block reads the keys and values up to its last token.
         let kv_rows_read: usize = (0..blocks)
             .map(|b| call.pos0 + ((b + 1) * tokens_per_block).min(call.q.rows))
@@ -81,20 +76,20 @@ impl Wgpu {
         self.record(
             Kernel::AttentionPrefill,
             &[
-                n_head as u32,
-                n_kv_head as u32,
-                head_dim as u32,
+                shape.n_head as u32,
+                shape.n_kv_head as u32,
+                shape.head_dim as u32,
                 call.q.rows as u32,
                 call.pos0 as u32,
-                scale.to_bits(),
+                shape.scale().to_bits(),
                 tokens_per_block as u32,
                 call.gate.is_some() as u32,
             ],
             &attention_bindings(&call, &out),
-            blocks * n_kv_head,
+            blocks * shape.n_kv_head,
             f32_bytes(&[call.q])
                 + call.gate.map_or(0, |g| f32_bytes(&[g]) / 2)
-                + (kv_rows_read * head_dim * 8 * n_kv_head) as u64,
+                + (kv_rows_read * shape.kv_cols() * 8) as u64,
         )?;
         Ok(out)
     }

@@ -716,10 +716,10 @@ fn decode_attention<D: MslDevice + ?Sized>(
         call.shape,
     )
     .map_err(|e| shape_error(op, e))?;
-    let kv_cols = n_kv_head * head_dim;
+    let kv_cols = call.shape.kv_cols();
     let blocks = (call.pos0 + 1).div_ceil(ATTENTION_BLOCK_ROWS);
     let partials = d.output(n_head * blocks, 2 + head_dim)?;
-    let scale = 1.0 / (head_dim as f32).sqrt();
+    let scale = call.shape.scale();
     run(
         d,
         MslKernel::AttentionBlocks,

@@ -167,12 +167,8 @@ impl Wgpu {
 
     /// The attention kernel, its output times sigmoid of the gate halves of `gate` if given.
     fn attention_kernel(&self, call: AttentionCall<'_, GpuTensor>) -> Result<GpuTensor, GpuError> {
-        let AttentionShape {
-            n_head,
-            n_kv_head,
-            head_dim,
-        } = call.shape;
-        let kv_cols = n_kv_head * head_dim;
+        let shape = call.shape;
+        let head_dim = shape.head_dim;
         if !(1..=MAX_HEAD_DIM).contains(&head_dim) || !head_dim.is_multiple_of(4) {
             return Err(shape_error(
                 "attention",
@@ -183,7 +179,6 @@ impl Wgpu {
         if call.q.rows >= ATTENTION_PREFILL_MIN_ROWS && Wgpu::attention_prefill_fits(call.shape) {
             return self.attention_prefill(call);
         }
-        let scale = 1.0 / (head_dim as f32).sqrt();
         if call.q.rows == 1 {
             return if self.per_head_attention {
                 self.per_head_decode_attention(call)
@@ -195,18 +190,18 @@ impl Wgpu {
         self.record(
             Kernel::Attention,
             &[
-                n_head as u32,
-                n_kv_head as u32,
+                shape.n_head as u32,
+                shape.n_kv_head as u32,
                 head_dim as u32,
                 call.q.rows as u32,
                 call.pos0 as u32,
-                kv_cols as u32,
-                scale.to_bits(),
+                shape.kv_cols() as u32,
+                shape.scale().to_bits(),
                 call.gate.is_some() as u32,
             ],
             &attention_bindings(&call, &out),
-            call.q.rows * n_head,
-            f32_bytes(&[call.q]) + ((call.pos0 + call.q.rows) * kv_cols * 8) as u64,
+            call.q.rows * shape.n_head,
+            f32_bytes(&[call.q]) + ((call.pos0 + call.q.rows) * shape.kv_cols() * 8) as u64,
         )?;
         Ok(out)
     }
@@ -215,26 +210,21 @@ impl Wgpu {
     /// read once for the query heads of its GQA group, in splits merged per head (gated if `gate`
     /// is given); a shorter cache by query head. Shapes are checked.
     fn decode_attention(&self, call: AttentionCall<'_, GpuTensor>) -> Result<GpuTensor, GpuError> {
-        let AttentionShape {
-            n_head,
-            n_kv_head,
-            head_dim,
-        } = call.shape;
+        let shape = call.shape;
         let rows = call.pos0 + 1;
         if rows <= DECODE_ATTENTION_PER_HEAD_ROWS {
             return self.per_head_decode_attention(call);
         }
-        let head_runs = (n_head / n_kv_head).div_ceil(DECODE_ATTENTION_HEADS);
-        let groups = n_kv_head * head_runs;
+        let head_runs = (shape.n_head / shape.n_kv_head).div_ceil(DECODE_ATTENTION_HEADS);
+        let groups = shape.n_kv_head * head_runs;
         let split_rows = (rows * groups)
             .div_ceil(DECODE_ATTENTION_WORKGROUPS)
             .next_multiple_of(DECODE_ATTENTION_SPLIT_STEP);
         let splits = rows.div_ceil(split_rows);
-        let scale = 1.0 / (head_dim as f32).sqrt();
         self.decode_attention_in_splits(
             call,
             Kernel::AttentionDecode,
-            &[split_rows as u32, splits as u32, scale.to_bits()],
+            &[split_rows as u32, splits as u32, shape.scale().to_bits()],
             splits,
             groups * splits,
         )
@@ -247,11 +237,10 @@ impl Wgpu {
         call: AttentionCall<'_, GpuTensor>,
     ) -> Result<GpuTensor, GpuError> {
         let blocks = (call.pos0 + 1).div_ceil(WG);
-        let scale = 1.0 / (call.shape.head_dim as f32).sqrt();
         self.decode_attention_in_splits(
             call,
             Kernel::AttentionBlocks,
-            &[blocks as u32, scale.to_bits(), 0],
+            &[blocks as u32, call.shape.scale().to_bits(), 0],
             blocks,
             call.shape.n_head * blocks,
         )
@@ -268,17 +257,13 @@ impl Wgpu {
         splits: usize,
         workgroups: usize,
     ) -> Result<GpuTensor, GpuError> {
-        let AttentionShape {
-            n_head,
-            n_kv_head,
-            head_dim,
-        } = call.shape;
-        let kv_cols = n_kv_head * head_dim;
-        let partial = self.output(n_head * splits, 2 + head_dim)?;
+        let shape = call.shape;
+        let kv_cols = shape.kv_cols();
+        let partial = self.output(shape.n_head * splits, 2 + shape.head_dim)?;
         let params: Vec<u32> = [
-            n_head as u32,
-            n_kv_head as u32,
-            head_dim as u32,
+            shape.n_head as u32,
+            shape.n_kv_head as u32,
+            shape.head_dim as u32,
             call.pos0 as u32,
             kv_cols as u32,
         ]
