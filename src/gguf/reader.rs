@@ -1,6 +1,5 @@
 //! [`GgufFile`]: a parsed GGUF file whose tensor data stays in the (mapped) file.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
 
@@ -15,13 +14,7 @@ use super::value::MetaValue;
 /// tensor data is borrowed without copying.
 pub struct GgufFile {
     bytes: Storage,
-    version: u32,
-    alignment: u64,
-    data_offset: u64,
-    metadata: Vec<(String, MetaValue)>,
-    key_index: HashMap<String, usize>,
-    tensors: Vec<TensorInfo>,
-    tensor_index: HashMap<String, usize>,
+    layout: Layout,
 }
 
 enum Storage {
@@ -69,50 +62,36 @@ impl GgufFile {
     }
 
     fn from_storage(bytes: Storage) -> Result<GgufFile, GgufError> {
-        let Layout {
-            version,
-            alignment,
-            data_offset,
-            metadata,
-            key_index,
-            tensors,
-            tensor_index,
-        } = parse(bytes.bytes())?;
-        Ok(GgufFile {
-            bytes,
-            version,
-            alignment,
-            data_offset,
-            metadata,
-            key_index,
-            tensors,
-            tensor_index,
-        })
+        let layout = parse(bytes.bytes())?;
+        Ok(GgufFile { bytes, layout })
     }
 
     pub fn version(&self) -> u32 {
-        self.version
+        self.layout.version
     }
 
     /// Metadata entries in file order.
     pub fn metadata(&self) -> impl ExactSizeIterator<Item = (&str, &MetaValue)> {
-        self.metadata
+        self.layout
+            .metadata
             .iter()
             .map(|(key, value)| (key.as_str(), value))
     }
 
     pub fn get(&self, key: &str) -> Option<&MetaValue> {
-        let &index = self.key_index.get(key)?;
-        self.metadata.get(index).map(|(_, value)| value)
+        let &index = self.layout.key_index.get(key)?;
+        self.layout.metadata.get(index).map(|(_, value)| value)
     }
 
     /// Tensor infos in file order.
     pub fn tensors(&self) -> &[TensorInfo] {
-        &self.tensors
+        &self.layout.tensors
     }
 
     pub fn tensor(&self, name: &str) -> Option<&TensorInfo> {
-        self.tensors.get(*self.tensor_index.get(name)?)
+        self.layout
+            .tensors
+            .get(*self.layout.tensor_index.get(name)?)
     }
 
     /// The data bytes of `info`, which must be one of this file's [`GgufFile::tensors`].
@@ -138,15 +117,16 @@ impl GgufFile {
     /// The header, metadata and tensor table: every byte before the tensor data.
     pub fn header_bytes(&self) -> &[u8] {
         let bytes = self.bytes.bytes();
-        &bytes[..usize::try_from(self.data_offset).map_or(bytes.len(), |end| end.min(bytes.len()))]
+        &bytes[..usize::try_from(self.layout.data_offset)
+            .map_or(bytes.len(), |end| end.min(bytes.len()))]
     }
 
     pub fn data_offset(&self) -> u64 {
-        self.data_offset
+        self.layout.data_offset
     }
 
     pub fn alignment(&self) -> u64 {
-        self.alignment
+        self.layout.alignment
     }
 
     pub fn file_size(&self) -> u64 {
@@ -157,10 +137,10 @@ impl GgufFile {
 impl std::fmt::Debug for GgufFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GgufFile")
-            .field("version", &self.version)
+            .field("version", &self.layout.version)
             .field("file_size", &self.file_size())
-            .field("metadata_entries", &self.metadata.len())
-            .field("tensors", &self.tensors.len())
+            .field("metadata_entries", &self.layout.metadata.len())
+            .field("tensors", &self.layout.tensors.len())
             .finish()
     }
 }
