@@ -168,6 +168,20 @@ struct ModelBenchArgs {
     seed: u64,
 }
 
+/// The flags of the microbenchmarks (gemv, gemm) past their own: how the backend runs and where
+/// the report goes.
+#[derive(Args)]
+struct MicrobenchRun {
+    /// CPU threads (default: all cores).
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
+    threads: Option<usize>,
+    #[command(flatten)]
+    gpu: GpuArgs,
+    /// Write the numbers as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
 #[derive(Args)]
 struct GemvArgs {
     /// Weight type (e.g. q4_k, q6_k, q8_0, f16, bf16, f32).
@@ -184,14 +198,8 @@ struct GemvArgs {
     /// GEMVs per timing.
     #[arg(short = 'r', long = "repeats", allow_negative_numbers = true, value_parser = at_least_one, default_value = "100")]
     repeats: usize,
-    /// CPU threads (default: all cores).
-    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
-    threads: Option<usize>,
     #[command(flatten)]
-    gpu: GpuArgs,
-    /// Write the numbers as JSON to this file.
-    #[arg(long)]
-    json: Option<PathBuf>,
+    run: MicrobenchRun,
 }
 
 #[derive(Args)]
@@ -207,14 +215,8 @@ struct GemmArgs {
     /// Products per timing, back to back.
     #[arg(short = 'r', long = "repeats", allow_negative_numbers = true, value_parser = at_least_one, default_value = "3")]
     repeats: usize,
-    /// CPU threads (default: all cores).
-    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one)]
-    threads: Option<usize>,
     #[command(flatten)]
-    gpu: GpuArgs,
-    /// Write the numbers as JSON to this file.
-    #[arg(long)]
-    json: Option<PathBuf>,
+    run: MicrobenchRun,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -353,17 +355,15 @@ trait Microbench {
     fn render(report: &Self::Report) -> String;
 }
 
-/// Runs `bench` on `kind`, prints its table and writes its JSON to `json` if given.
+/// Runs `bench` on `kind`, prints its table and writes its JSON to `run.json` if given.
 fn run_microbench<M: Microbench>(
     mut bench: M,
     kind: BackendKind,
-    threads: Option<usize>,
-    gpu: &GpuArgs,
-    json: Option<&Path>,
+    run: &MicrobenchRun,
 ) -> anyhow::Result<()> {
-    let report = on_backend(&mut bench, kind, threads, gpu)?;
+    let report = on_backend(&mut bench, kind, run.threads, &run.gpu)?;
     print!("{}", M::render(&report));
-    if let Some(path) = json {
+    if let Some(path) = &run.json {
         write_json(path, &report)?;
     }
     Ok(())
@@ -438,8 +438,7 @@ fn run_gemv_bench(args: GemvArgs) -> anyhow::Result<()> {
         cols: args.cols,
         repeats: args.repeats,
     };
-    let json = args.json.as_deref();
-    run_microbench(opts, args.backend, args.threads, &args.gpu, json)
+    run_microbench(opts, args.backend, &args.run)
 }
 
 fn run_gemm_bench(args: GemmArgs) -> anyhow::Result<()> {
@@ -452,8 +451,7 @@ fn run_gemm_bench(args: GemmArgs) -> anyhow::Result<()> {
         rows: args.rows,
         repeats: args.repeats,
     };
-    let json = args.json.as_deref();
-    run_microbench(opts, args.backend, args.threads, &args.gpu, json)
+    run_microbench(opts, args.backend, &args.run)
 }
 
 fn run_ttft_bench(args: TtftArgs) -> anyhow::Result<()> {
