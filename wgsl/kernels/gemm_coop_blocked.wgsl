@@ -6,11 +6,14 @@
 //   B = Wᵀ block (depth × rows: the weight rows read column-major),
 //   C += A·B.
 // DEPTH columns a step go through two buffers of workgroup memory: the next step's columns are
-// fetched into registers (16 bytes a load) before the current step's products and stored into
-// the other buffer after them, so one barrier a step separates the buffers' uses. Rows are
-// TILE_STRIDE halves apart (80 bytes): the eight 16-byte rows of a cooperative load fall in
-// distinct banks, and a lane storing its 16 bytes starts at the word of its place in the row, so
-// that the subgroup's stores at each turn fall in 32 different banks.
+// fetched into registers before the current step's products and stored into the other buffer
+// after them, so one barrier a step separates the buffers' uses. The halves move as they are,
+// without conversions: fetched as vec4<f16>, stored as pairs (one word a store; cooperative
+// loads take a pair pointer, offset and stride in pairs, as llama.cpp's Vulkan GEMM does). Rows
+// are TILE_STRIDE pairs apart (80 bytes): the eight 16-byte rows of a cooperative load fall in
+// distinct banks, and a lane storing its four pairs starts at the one of its place in the row,
+// so that the subgroup's stores at each turn fall in 32 different banks. Tiles wholly inside
+// the output are stored straight into it; edge tiles through gemm_coop_output.wgsl.
 
 const SUBGROUP_SIZE: u32 = 32u;
 const BLOCK: u32 = 16u;
@@ -20,68 +23,76 @@ const SUBGROUP_ROWS: u32 = 4u * BLOCK;
 const TOKEN_GROUPS: u32 = TOKEN_TILE / SUBGROUP_TOKENS;
 const THREADS: u32 = TOKEN_GROUPS * (ROW_TILE / SUBGROUP_ROWS) * SUBGROUP_SIZE;
 const DEPTH: u32 = 32u;
-const TILE_STRIDE: u32 = DEPTH + 8u;
-// 16-byte pieces (8 halves) of a tile row, and of each matrix's tile each invocation fetches.
+// Pairs of halves (vec2<f16>) from one tile row to the next: DEPTH halves and 8 of padding.
+const TILE_STRIDE: u32 = DEPTH / 2u + 4u;
+// 16-byte pieces (four pairs) of a tile row, and of each matrix's tile each invocation fetches.
 const ROW_PIECES: u32 = DEPTH / 8u;
 const X_FETCHES: u32 = TOKEN_TILE * ROW_PIECES / THREADS;
 const W_FETCHES: u32 = ROW_TILE * ROW_PIECES / THREADS;
-// Halves of the x part of a buffer (the weight part follows it), and of a buffer.
-const X_HALVES: u32 = TOKEN_TILE * TILE_STRIDE;
+// Pairs of the x part of a buffer (the weight part follows it), and of a buffer.
+const X_PAIRS: u32 = TOKEN_TILE * TILE_STRIDE;
 const BUFFER: u32 = (TOKEN_TILE + ROW_TILE) * TILE_STRIDE;
 
 const_assert TOKEN_TILE % SUBGROUP_TOKENS == 0u && ROW_TILE % SUBGROUP_ROWS == 0u;
 const_assert X_FETCHES * THREADS == TOKEN_TILE * ROW_PIECES;
 const_assert W_FETCHES * THREADS == ROW_TILE * ROW_PIECES;
 
-@group(0) @binding(1) var<storage, read> x16: array<vec4<u32>>;
-@group(0) @binding(2) var<storage, read> w16: array<vec4<u32>>;
+// Four halves an element: a piece is two.
+@group(0) @binding(1) var<storage, read> x16: array<vec4<f16>>;
+@group(0) @binding(2) var<storage, read> w16: array<vec4<f16>>;
 
-var<workgroup> tiles: array<f16, 2u * BUFFER>;
-var<private> x_fetched: array<vec4<u32>, X_FETCHES>;
-var<private> w_fetched: array<vec4<u32>, W_FETCHES>;
+var<workgroup> tiles: array<vec2<f16>, 2u * BUFFER>;
+// Piece j of a matrix's fetch: elements 2j (its first four halves) and 2j + 1.
+var<private> x_fetched: array<vec4<f16>, 2u * X_FETCHES>;
+var<private> w_fetched: array<vec4<f16>, 2u * W_FETCHES>;
 
 // Columns step·DEPTH.. of the tile's x rows and weight rows into registers. The scratch
 // matrices hold whole tiles of TOKEN_TILE and ROW_TILE (both divide 128, their padding) and
 // whole steps of columns, so no fetch needs a bounds check.
 fn fetch(first_token: u32, first_row: u32, step: u32, lid: u32) {
-    let row_pieces = p.padded_cols / 8u;
-    let k = step * ROW_PIECES;
+    let row_quads = p.padded_cols / 4u;
+    let k = step * (DEPTH / 4u);
     for (var j = 0u; j < X_FETCHES; j++) {
         let i = lid + j * THREADS;
-        x_fetched[j] = x16[(first_token + i / ROW_PIECES) * row_pieces + k + i % ROW_PIECES];
+        let at = (first_token + i / ROW_PIECES) * row_quads + k + 2u * (i % ROW_PIECES);
+        x_fetched[2u * j] = x16[at];
+        x_fetched[2u * j + 1u] = x16[at + 1u];
     }
     for (var j = 0u; j < W_FETCHES; j++) {
         let i = lid + j * THREADS;
-        w_fetched[j] = w16[(first_row + i / ROW_PIECES) * row_pieces + k + i % ROW_PIECES];
+        let at = (first_row + i / ROW_PIECES) * row_quads + k + 2u * (i % ROW_PIECES);
+        w_fetched[2u * j] = w16[at];
+        w_fetched[2u * j + 1u] = w16[at + 1u];
     }
 }
 
-// The eight halves of piece `piece` of a tile row, starting at `at` in `tiles`. Lanes with
-// consecutive pieces of eight consecutive rows start at different words of them: with rows 20
-// words apart, row·20 + 4·piece + (turn + piece) % 4 takes 32 distinct values mod 32 at each turn.
-fn store_piece(at: u32, piece: u32, words: vec4<u32>) {
+// The four pairs of piece `piece` of a tile row (low: the first two, high: the last two), its
+// first pair at `at` in `tiles`. Lanes with consecutive pieces of eight consecutive rows start
+// at different pairs: with rows 20 words apart, row·20 + 4·piece + (turn + piece) % 4 takes 32
+// distinct values mod 32 at each turn.
+fn store_piece(at: u32, piece: u32, low: vec4<f16>, high: vec4<f16>) {
     for (var turn = 0u; turn < 4u; turn++) {
-        let word = (turn + piece) % 4u;
-        // Exact: f16 → f32 → f16 (naga bitcasts keep the component count).
-        let halves = vec2<f16>(unpack2x16float(words[word]));
-        tiles[at + 2u * word] = halves.x;
-        tiles[at + 2u * word + 1u] = halves.y;
+        let pair = (turn + piece) % 4u;
+        let quad = select(low, high, pair >= 2u);
+        tiles[at + pair] = select(quad.xy, quad.zw, pair % 2u == 1u);
     }
 }
 
 // The fetched columns into buffer `buffer`.
 fn store_fetched(buffer: u32, lid: u32) {
     let x_at = buffer * BUFFER;
-    let w_at = x_at + X_HALVES;
+    let w_at = x_at + X_PAIRS;
     for (var j = 0u; j < X_FETCHES; j++) {
         let i = lid + j * THREADS;
         let piece = i % ROW_PIECES;
-        store_piece(x_at + i / ROW_PIECES * TILE_STRIDE + 8u * piece, piece, x_fetched[j]);
+        let at = x_at + i / ROW_PIECES * TILE_STRIDE + 4u * piece;
+        store_piece(at, piece, x_fetched[2u * j], x_fetched[2u * j + 1u]);
     }
     for (var j = 0u; j < W_FETCHES; j++) {
         let i = lid + j * THREADS;
         let piece = i % ROW_PIECES;
-        store_piece(w_at + i / ROW_PIECES * TILE_STRIDE + 8u * piece, piece, w_fetched[j]);
+        let at = w_at + i / ROW_PIECES * TILE_STRIDE + 4u * piece;
+        store_piece(at, piece, w_fetched[2u * j], w_fetched[2u * j + 1u]);
     }
 }
 
@@ -103,7 +114,7 @@ fn main(
     let token = (sg_id % TOKEN_GROUPS) * SUBGROUP_TOKENS;
     let row = (sg_id / TOKEN_GROUPS) * SUBGROUP_ROWS;
     let a_at = token * TILE_STRIDE;
-    let b_at = X_HALVES + row * TILE_STRIDE;
+    let b_at = X_PAIRS + row * TILE_STRIDE;
     let next = BLOCK * TILE_STRIDE;
     // c<i><j>: tokens token + 16i.., rows row + 16j...
     var c00 = coop_mat16x16<f32, C>();
@@ -124,7 +135,8 @@ fn main(
             fetch(first_token, first_row, step + 1u, lid);
         }
         let base = (step % 2u) * BUFFER;
-        for (var k = 0u; k < DEPTH; k += BLOCK) {
+        // k: the first pair of the 16 columns.
+        for (var k = 0u; k < DEPTH / 2u; k += BLOCK / 2u) {
             let a = base + a_at + k;
             let b = base + b_at + k;
             let a0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[a], TILE_STRIDE);
@@ -149,23 +161,51 @@ fn main(
         }
         workgroupBarrier();
     }
-    let mine = sg_id * BLOCK * BLOCK;
     let t0 = first_token + token;
     let r0 = first_row + row;
-    coopStoreT(c00, &staging[mine], BLOCK);
-    write_staged(t0, r0, live, sg_id, sg_lane);
-    coopStoreT(c01, &staging[mine], BLOCK);
-    write_staged(t0, r0 + BLOCK, live, sg_id, sg_lane);
-    coopStoreT(c02, &staging[mine], BLOCK);
-    write_staged(t0, r0 + 2u * BLOCK, live, sg_id, sg_lane);
-    coopStoreT(c03, &staging[mine], BLOCK);
-    write_staged(t0, r0 + 3u * BLOCK, live, sg_id, sg_lane);
-    coopStoreT(c10, &staging[mine], BLOCK);
-    write_staged(t0 + BLOCK, r0, live, sg_id, sg_lane);
-    coopStoreT(c11, &staging[mine], BLOCK);
-    write_staged(t0 + BLOCK, r0 + BLOCK, live, sg_id, sg_lane);
-    coopStoreT(c12, &staging[mine], BLOCK);
-    write_staged(t0 + BLOCK, r0 + 2u * BLOCK, live, sg_id, sg_lane);
-    coopStoreT(c13, &staging[mine], BLOCK);
-    write_staged(t0 + BLOCK, r0 + 3u * BLOCK, live, sg_id, sg_lane);
+    // Cooperative stores to memory want rows 16-byte aligned.
+    let inside = live
+        && first_token + TOKEN_TILE <= p.tokens
+        && first_row + ROW_TILE <= p.rows
+        && p.out_cols % 4u == 0u
+        && p.out_offset % 4u == 0u;
+    if (inside) {
+        let stride = p.out_cols;
+        let at = t0 * stride + p.out_offset + r0;
+        let down = BLOCK * stride;
+        // Each index a let: naga 30 writes no SPIR-V for one computed in a store's arguments.
+        let at01 = at + BLOCK;
+        let at02 = at + 2u * BLOCK;
+        let at03 = at + 3u * BLOCK;
+        let at10 = at + down;
+        let at11 = at10 + BLOCK;
+        let at12 = at10 + 2u * BLOCK;
+        let at13 = at10 + 3u * BLOCK;
+        coopStoreT(c00, &y[at], stride);
+        coopStoreT(c01, &y[at01], stride);
+        coopStoreT(c02, &y[at02], stride);
+        coopStoreT(c03, &y[at03], stride);
+        coopStoreT(c10, &y[at10], stride);
+        coopStoreT(c11, &y[at11], stride);
+        coopStoreT(c12, &y[at12], stride);
+        coopStoreT(c13, &y[at13], stride);
+    } else {
+        let mine = sg_id * BLOCK * BLOCK;
+        coopStoreT(c00, &staging[mine], BLOCK);
+        write_staged(t0, r0, live, sg_id, sg_lane);
+        coopStoreT(c01, &staging[mine], BLOCK);
+        write_staged(t0, r0 + BLOCK, live, sg_id, sg_lane);
+        coopStoreT(c02, &staging[mine], BLOCK);
+        write_staged(t0, r0 + 2u * BLOCK, live, sg_id, sg_lane);
+        coopStoreT(c03, &staging[mine], BLOCK);
+        write_staged(t0, r0 + 3u * BLOCK, live, sg_id, sg_lane);
+        coopStoreT(c10, &staging[mine], BLOCK);
+        write_staged(t0 + BLOCK, r0, live, sg_id, sg_lane);
+        coopStoreT(c11, &staging[mine], BLOCK);
+        write_staged(t0 + BLOCK, r0 + BLOCK, live, sg_id, sg_lane);
+        coopStoreT(c12, &staging[mine], BLOCK);
+        write_staged(t0 + BLOCK, r0 + 2u * BLOCK, live, sg_id, sg_lane);
+        coopStoreT(c13, &staging[mine], BLOCK);
+        write_staged(t0 + BLOCK, r0 + 3u * BLOCK, live, sg_id, sg_lane);
+    }
 }
