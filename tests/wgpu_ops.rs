@@ -1518,7 +1518,8 @@ fn gemm_against_reference_for_every_format() {
 
 /// The prefill GEMM on cooperative matrices by each workgroup tile of `--gemm-tile`
 /// (gemm_coop_blocked.wgsl) against the CPU's row dot products for every format: 1, 7, 129 and
-/// 300 tokens (called directly below GEMM_MIN_ROWS), 300 weight rows in parts of 200 and 100
+/// 300 tokens (called directly below GEMM_MIN_ROWS), and 1100 (more token tiles than one group
+/// of its tile order, and a partial group after), 300 weight rows in parts of 200 and 100
 /// (neither a multiple of a tile), columns that end mid-step for float formats. Where the adapter
 /// has no cooperative matrices (lavapipe) it skips, saying so, unless
 /// QWEN35_REQUIRE_COOPERATIVE=1 makes that a failure.
@@ -1572,7 +1573,7 @@ fn blocked_cooperative_gemm_against_reference_for_every_tile() {
             _ => random_blocks(&mut rng, ty, rows * cols),
         };
         let row_bytes = bytes.len() / rows;
-        for tokens in [1, 7, 129, 300] {
+        for tokens in [1, 7, 129, 300, 1100] {
             let x = rng.vec(tokens * cols);
             let want: Vec<f32> = x
                 .chunks_exact(cols)

@@ -22,6 +22,8 @@ const SUBGROUP_ROWS: u32 = 4u * BLOCK;
 // Subgroups along the tokens of the tile (the rest go along its rows).
 const TOKEN_GROUPS: u32 = TOKEN_TILE / SUBGROUP_TOKENS;
 const THREADS: u32 = TOKEN_GROUPS * (ROW_TILE / SUBGROUP_ROWS) * SUBGROUP_SIZE;
+// Token tiles per group of the order tiles go in (see main).
+const GROUP_TOKEN_TILES: u32 = 8u;
 const DEPTH: u32 = 32u;
 // Pairs of halves (vec2<f16>) from one tile row to the next: DEPTH halves and 8 of padding.
 const TILE_STRIDE: u32 = DEPTH / 2u + 4u;
@@ -109,8 +111,16 @@ fn main(
     let id = workgroup_index(wid, nwg);
     let live = id < p.tiles;
     let tile = min(id, p.tiles - 1u);
-    let first_row = (tile % p.row_tiles) * ROW_TILE;
-    let first_token = (tile / p.row_tiles) * TOKEN_TILE;
+    // Tiles go by groups of GROUP_TOKEN_TILES token tiles (the last group takes what is left),
+    // token tiles fastest within a group: the workgroups resident together then share each
+    // weight tile among up to GROUP_TOKEN_TILES of them, so L2 serves most weight reads.
+    let token_tiles = p.tiles / p.row_tiles;
+    let group_tiles = GROUP_TOKEN_TILES * p.row_tiles;
+    let group_first = tile / group_tiles * GROUP_TOKEN_TILES;
+    let group_width = min(GROUP_TOKEN_TILES, token_tiles - group_first);
+    let in_group = tile % group_tiles;
+    let first_row = in_group / group_width * ROW_TILE;
+    let first_token = (group_first + in_group % group_width) * TOKEN_TILE;
     let token = (sg_id % TOKEN_GROUPS) * SUBGROUP_TOKENS;
     let row = (sg_id / TOKEN_GROUPS) * SUBGROUP_ROWS;
     let a_at = token * TILE_STRIDE;
