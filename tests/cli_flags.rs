@@ -86,14 +86,6 @@ fn negative_counts_are_read_as_values_and_refused() {
     assert_refused(&["bench", "--peak-gbps", "-1"], "--peak-gbps", "above 0");
 }
 
-/// `--gemm-tile` takes only the tile shapes built, and names them.
-#[test]
-fn gemm_tiles_outside_the_choices_are_refused() {
-    let choices = "64x128, 128x64, 128x128";
-    assert_refused(&run_with(&["--gemm-tile", "96x128"]), "--gemm-tile", choices);
-    assert_refused(&["bench", "--gemm-tile", "128"], "--gemm-tile", choices);
-}
-
 #[test]
 fn think_and_no_think_together_are_refused() {
     assert_refused(

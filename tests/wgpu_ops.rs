@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use half::{bf16, f16};
 use qwen35::backend::gpu::{
-    GemmTile, GpuError, GpuOptions, GpuTensor, GpuWeight, WeightFormat, Wgpu, ATTENTION_PREFILL_MIN_ROWS,
+    GpuError, GpuOptions, GpuTensor, GpuWeight, WeightFormat, Wgpu, ATTENTION_PREFILL_MIN_ROWS,
     DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS,
 };
 use qwen35::backend::{AttentionShape, DeltaNetShape, DeltaRule, KvCache, Qkv};
@@ -1512,92 +1512,6 @@ fn gemm_against_reference_for_every_format() {
                 &want,
                 Numerics::gemm(gpu),
             );
-        }
-    }
-}
-
-/// The prefill GEMM on cooperative matrices by each workgroup tile of `--gemm-tile`
-/// (gemm_coop_blocked.wgsl) against the CPU's row dot products for every format: 1, 7, 129 and
-/// 300 tokens (called directly below GEMM_MIN_ROWS), and 1100 (more token tiles than one group
-/// of its tile order, and a partial group after), 300 weight rows in parts of 200 and 100
-/// (neither a multiple of a tile), columns that end mid-step for float formats. Where the adapter
-/// has no cooperative matrices (lavapipe) it skips, saying so, unless
-/// QWEN35_REQUIRE_COOPERATIVE=1 makes that a failure.
-#[test]
-fn blocked_cooperative_gemm_against_reference_for_every_tile() {
-    let Some(gpu) = gpu() else { return };
-    if !gpu.gemm_in_f16() {
-        let why = format!("{} has no cooperative GEMM", gpu.adapter_description());
-        assert_ne!(
-            std::env::var("QWEN35_REQUIRE_COOPERATIVE").as_deref(),
-            Ok("1"),
-            "QWEN35_REQUIRE_COOPERATIVE=1 but {why}"
-        );
-        let _ = writeln!(
-            std::io::stderr(),
-            "NOTICE: SKIPPED blocked cooperative GEMM: {why}"
-        );
-        return;
-    }
-    let devices: Vec<(GemmTile, Wgpu)> = GemmTile::CHOICES
-        .into_iter()
-        .map(|tile| {
-            let options = GpuOptions {
-                gemm_tile: Some(tile),
-                ..GpuOptions::default()
-            };
-            let device = Wgpu::with_options(&options).expect("the adapter opened once already");
-            // Refused pipelines or a failed startup check leave the f32 GEMM (see the log).
-            assert!(device.gemm_in_f16(), "--gemm-tile {tile}: no cooperative GEMM");
-            (tile, device)
-        })
-        .collect();
-    let mut rng = Rng::new(31);
-    let rows = 300;
-    for ty in [
-        GgmlType::F32,
-        GgmlType::F16,
-        GgmlType::BF16,
-        GgmlType::Q8_0,
-        GgmlType::Q4_0,
-        GgmlType::Q5_0,
-        GgmlType::Q4_K,
-        GgmlType::Q5_K,
-        GgmlType::Q6_K,
-    ] {
-        let cols = if ty.block_elems() == 1 { 100 } else { 512 };
-        let bytes = match ty {
-            GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => {
-                float_weight(ty, &rng.vec(rows * cols)).0
-            }
-            _ => random_blocks(&mut rng, ty, rows * cols),
-        };
-        let row_bytes = bytes.len() / rows;
-        for tokens in [1, 7, 129, 300, 1100] {
-            let x = rng.vec(tokens * cols);
-            let want: Vec<f32> = x
-                .chunks_exact(cols)
-                .flat_map(|xr| {
-                    bytes
-                        .chunks_exact(row_bytes)
-                        .map(|row| qwen35::quant::dot_row(ty, row, xr).unwrap())
-                })
-                .collect();
-            for (tile, device) in &devices {
-                let weight = device
-                    .upload_weight_in_parts("w", ty, rows, cols, &bytes, 200)
-                    .unwrap();
-                assert_eq!(weight.parts(), 2);
-                let xt = device.upload(tokens, cols, &x).unwrap();
-                let got = device.gemm_cooperative(&xt, &weight).unwrap();
-                assert_eq!(got.dims(), (tokens, rows));
-                assert_close(
-                    &format!("gemm {tile} {ty:?} {tokens} tokens"),
-                    &read_all(device, &got),
-                    &want,
-                    Numerics::F16Gemm,
-                );
-            }
         }
     }
 }

@@ -15,7 +15,7 @@ mod tokenize;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use qwen35::backend::gpu::{GemmTile, GpuOptions};
+use qwen35::backend::gpu::GpuOptions;
 use qwen35::backend::BackendOptions;
 use qwen35::chat::ChatTemplate;
 use qwen35::gguf::{GgufError, GgufFile};
@@ -130,10 +130,6 @@ pub struct GpuArgs {
     /// (to compare; by default only caches of up to 1024 rows).
     #[arg(long)]
     pub per_head_attention: bool,
-    /// The prefill GEMM on cooperative matrices by workgroup tiles of TOKENSxROWS (e.g. 128x128)
-    /// through double-buffered workgroup memory, instead of the default kernel (to compare).
-    #[arg(long, value_name = "TILE")]
-    pub gemm_tile: Option<GemmTile>,
 }
 
 /// The bundled default model, found where this program was built from.
@@ -159,7 +155,6 @@ impl GpuArgs {
             cooperative_attention: !self.no_cooperative_attention,
             all_shader_checks: self.all_shader_checks,
             per_head_attention: self.per_head_attention,
-            gemm_tile: self.gemm_tile,
             ..GpuOptions::default()
         }
     }

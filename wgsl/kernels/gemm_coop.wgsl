@@ -11,10 +11,24 @@
 // The next step's columns are fetched into registers before the current step's products, so
 // that their latency hides behind the tensor cores. A subgroup fetches and stores one whole tile
 // row at a time (a word, two halves, a lane), which keeps the workgroup-memory stores free of
-// bank conflicts. Results go out through gemm_coop_output.wgsl.
+// bank conflicts. Results go out through a per-subgroup staging block, so that edge tiles write
+// only what exists.
 
+struct Params {
+    rows: u32,
+    tokens: u32,
+    padded_cols: u32,
+    out_cols: u32,
+    out_offset: u32,
+    row_tiles: u32,
+    tiles: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> x16: array<u32>;
 @group(0) @binding(2) var<storage, read> w16: array<u32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
 const THREADS: u32 = 256u;
 const SUBGROUP_SIZE: u32 = 32u;
@@ -32,6 +46,7 @@ const SUBGROUP_ROWS: u32 = 4u * BLOCK;
 
 var<workgroup> x_tile: array<f16, TILE * TILE_STRIDE>;
 var<workgroup> w_tile: array<f16, TILE * TILE_STRIDE>;
+var<workgroup> staging: array<f32, THREADS / SUBGROUP_SIZE * BLOCK * BLOCK>;
 var<private> x_fetched: array<u32, FETCHES>;
 var<private> w_fetched: array<u32, FETCHES>;
 
@@ -59,6 +74,22 @@ fn store_fetched(lid: u32) {
         w_tile[at] = ws.x;
         w_tile[at + 1u] = ws.y;
     }
+}
+
+// Writes the subgroup's staged block (token, row: its first token and weight row) where it
+// exists. Every invocation of the workgroup calls this together.
+fn write_staged(token: u32, row: u32, live: bool, sg_id: u32, sg_lane: u32) {
+    workgroupBarrier();
+    let base = sg_id * BLOCK * BLOCK;
+    for (var e = sg_lane; e < BLOCK * BLOCK; e += SUBGROUP_SIZE) {
+        let t = token + e / BLOCK;
+        let r = row + e % BLOCK;
+        if (live && t < p.tokens && r < p.rows) {
+            y[t * p.out_cols + p.out_offset + r] = staging[base + e];
+        }
+    }
+    // The staging block is rewritten by the next call.
+    workgroupBarrier();
 }
 
 @compute @workgroup_size(THREADS)

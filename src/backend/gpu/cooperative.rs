@@ -12,7 +12,7 @@
 use super::kernels::{Kernel, Pipelines};
 use super::memory::WeightPart;
 use super::ops::{f32_bytes, WG};
-use super::{GemmTile, GpuError, GpuTensor, GpuWeight, Wgpu};
+use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::quant::GgmlType;
 
 /// What the cooperative GEMM kernel needs besides the shape: f16 tiles and subgroup ids.
@@ -23,11 +23,9 @@ pub const FEATURES: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MA
 /// Invocations per subgroup the kernel is laid out for (WGSL `SUBGROUP_SIZE` of gemm_coop.wgsl).
 const SUBGROUP_SIZE: u32 = 32;
 
-/// Tokens and weight rows per workgroup of gemm_coop.wgsl (WGSL `TILE`), to which the f16
-/// scratch matrices are padded.
+/// Tokens and weight rows per workgroup of gemm_coop.wgsl (WGSL `TILE`).
 const TILE: usize = 128;
-/// Columns per step of gemm_coop.wgsl (WGSL `DEPTH`, a multiple of gemm_coop_blocked.wgsl's);
-/// the f16 scratch rows are padded to it.
+/// Columns per step of gemm_coop.wgsl (WGSL `DEPTH`); the f16 scratch rows are padded to it.
 const DEPTH: usize = 64;
 /// Bytes of f16 weight scratch at most: larger weights are decoded and multiplied in chunks of
 /// rows.
@@ -95,16 +93,10 @@ pub fn experimental_features(requested: bool) -> wgpu::ExperimentalFeatures {
     }
 }
 
-/// Builds the cooperative GEMM's (by `gemm_tile`, [`super::GpuOptions::gemm_tile`]) or with
-/// `attention` the attention's pipelines; false (with the reason logged) if the device rejects
-/// them.
-pub fn add_pipelines(
-    pipelines: &mut Pipelines,
-    device: &wgpu::Device,
-    attention: bool,
-    gemm_tile: Option<GemmTile>,
-) -> bool {
-    match pipelines.add_cooperative(device, attention, gemm_tile) {
+/// Builds the cooperative GEMM's (or with `attention` the attention's) pipelines; false (with
+/// the reason logged) if the device rejects them.
+pub fn add_pipelines(pipelines: &mut Pipelines, device: &wgpu::Device, attention: bool) -> bool {
+    match pipelines.add_cooperative(device, attention) {
         Ok(()) => true,
         Err(e) if attention => {
             log::warn!("wgpu: prefill attention in f32 (cooperative kernels rejected: {e})");
@@ -147,11 +139,9 @@ struct HalfMatrix {
 }
 
 impl Wgpu {
-    /// `y = x · Wᵀ` on cooperative matrices, whatever the rows of x ([`Wgpu::matmul`] takes it
-    /// from [`super::GEMM_MIN_ROWS`] on a device with them): x to f16 once, then for each chunk
-    /// of weight rows (within a part) one dispatch decoding it to f16 and one GEMM over it, by
-    /// the kernel of [`super::GpuOptions::gemm_tile`].
-    pub fn gemm_cooperative(
+    /// `y = x · Wᵀ` on cooperative matrices: x to f16 once, then for each chunk of weight rows
+    /// (within a part) one dispatch decoding it to f16 and one GEMM over it.
+    pub(super) fn gemm_cooperative(
         &self,
         x: &GpuTensor,
         w: &GpuWeight,
@@ -161,19 +151,14 @@ impl Wgpu {
         let row_bytes = (x16.cols * 2) as u64;
         let chunk_rows = (MAX_SCRATCH_BYTES.min(self.binding_limit) / row_bytes) as usize / TILE;
         let chunk_rows = chunk_rows.max(1) * TILE;
-        // Both tile sides divide TILE, the scratch matrices' padding.
-        let (kernel, token_tile, row_tile) = match self.gemm_tile {
-            Some(tile) => (Kernel::GemmCoopBlocked(tile), tile.tokens, tile.rows),
-            None => (Kernel::GemmCoop, TILE, TILE),
-        };
         for part in &w.parts {
             for first in (0..part.rows).step_by(chunk_rows) {
                 let rows = chunk_rows.min(part.rows - first);
                 let w16 = self.half_weights(w, part, first, rows)?;
-                let row_tiles = w16.rows / row_tile;
-                let tiles = row_tiles * x.rows.div_ceil(token_tile);
+                let row_tiles = w16.rows / TILE;
+                let tiles = row_tiles * (x16.rows / TILE);
                 self.record(
-                    kernel,
+                    Kernel::GemmCoop,
                     &[
                         rows as u32,
                         x.rows as u32,

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use crate::quant::GgmlType;
 
 use super::kernel_build::{source_file, validated_pipeline, SourceFile};
-use super::{GemmTile, GpuError};
+use super::GpuError;
 
 macro_rules! wgsl {
     ($name:literal) => {
@@ -54,7 +54,6 @@ const SOFTPLUS: SourceFile = wgsl!("lib/softplus");
 const ROPE_ANGLE: SourceFile = wgsl!("lib/rope_angle");
 const DELTA_RULE_CHUNKED_IO: SourceFile = wgsl!("lib/delta_rule_chunked_io");
 const DECODE_KV_ROWS: SourceFile = wgsl!("lib/decode_kv_rows");
-const GEMM_COOP_OUTPUT: SourceFile = wgsl!("lib/gemm_coop_output");
 
 /// A weight storage format with a GPU decoder: the file's blocks, bound as they are.
 #[allow(non_camel_case_types)]
@@ -200,9 +199,6 @@ pub enum Kernel {
     HalfActivations,
     /// Matmul for many rows of x on cooperative matrices (tensor cores), over f16 scratch.
     GemmCoop,
-    /// [`Kernel::GemmCoop`] by workgroup tiles of this shape through double-buffered workgroup
-    /// memory ([`super::GpuOptions::gemm_tile`]).
-    GemmCoopBlocked(GemmTile),
     Embed(WeightFormat),
     Add,
     Swiglu,
@@ -274,7 +270,6 @@ impl Kernel {
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Gemm(f)));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::HalfWeights(f)));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Embed(f)));
-        all.extend(GemmTile::CHOICES.map(Kernel::GemmCoopBlocked));
         all.extend([
             Kernel::HalfActivations,
             Kernel::GemmCoop,
@@ -320,7 +315,6 @@ impl Kernel {
             Kernel::Gemm(f) => format!("gemm_{f:?}").to_lowercase(),
             Kernel::HalfWeights(f) => format!("half_weights_{f:?}").to_lowercase(),
             Kernel::Embed(f) => format!("embed_{f:?}").to_lowercase(),
-            Kernel::GemmCoopBlocked(tile) => format!("gemm_coop_blocked_{tile}"),
             other => format!("{other:?}"),
         }
     }
@@ -336,7 +330,7 @@ impl Kernel {
             Kernel::Gemm(f) => format!("gemm {}", f.ggml_type().name()),
             Kernel::HalfWeights(f) => format!("gemm-coop f16 {}", f.ggml_type().name()),
             Kernel::HalfActivations => "gemm-coop f16 x".into(),
-            Kernel::GemmCoop | Kernel::GemmCoopBlocked(_) => "gemm-coop".into(),
+            Kernel::GemmCoop => "gemm-coop".into(),
             Kernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
             Kernel::Add => "add".into(),
             Kernel::Swiglu => "swiglu".into(),
@@ -374,7 +368,6 @@ impl Kernel {
             || matches!(
                 self,
                 Kernel::GemmCoop
-                    | Kernel::GemmCoopBlocked(_)
                     | Kernel::HalfActivations
                     | Kernel::HalfWeights(_)
                     | Kernel::DeltaRuleChunkedCoop
@@ -396,10 +389,7 @@ impl Kernel {
         let mut files = Vec::new();
         if matches!(
             self,
-            Kernel::GemmCoop
-                | Kernel::GemmCoopBlocked(_)
-                | Kernel::DeltaRuleChunkedCoop
-                | Kernel::AttentionPrefillCoop
+            Kernel::GemmCoop | Kernel::DeltaRuleChunkedCoop | Kernel::AttentionPrefillCoop
         ) {
             files.push(wgsl!("lib/cooperative_matrix"));
         }
@@ -452,10 +442,7 @@ impl Kernel {
                 files.push(wgsl!("kernels/half_weights"));
             }
             Kernel::HalfActivations => files.push(wgsl!("kernels/half_activations")),
-            Kernel::GemmCoop => files.extend([GEMM_COOP_OUTPUT, wgsl!("kernels/gemm_coop")]),
-            Kernel::GemmCoopBlocked(_) => {
-                files.extend([GEMM_COOP_OUTPUT, wgsl!("kernels/gemm_coop_blocked")]);
-            }
+            Kernel::GemmCoop => files.push(wgsl!("kernels/gemm_coop")),
             Kernel::Embed(format) => {
                 files.extend(format.decoder());
                 files.push(wgsl!("kernels/embed"));
@@ -554,14 +541,6 @@ impl Kernel {
             (
                 GEMV_PARTS * gemv_part,
                 format!("const PART: u32 = {gemv_part}u;\n"),
-            )
-        } else if let Kernel::GemmCoopBlocked(tile) = self {
-            (
-                self.workgroup_size(),
-                format!(
-                    "const TOKEN_TILE: u32 = {}u;\nconst ROW_TILE: u32 = {}u;\n",
-                    tile.tokens, tile.rows
-                ),
             )
         } else {
             (self.workgroup_size(), String::new())
@@ -678,23 +657,16 @@ impl Pipelines {
 
     /// The pipelines of the GEMM (or with `attention` the attention) on cooperative matrices,
     /// for a device with `EXPERIMENTAL_COOPERATIVE_MATRIX`, `SHADER_F16` and `SUBGROUP` (the delta
-    /// rule's is added on its own); the GEMM's by `gemm_tile` ([`super::GpuOptions::gemm_tile`]).
+    /// rule's is added on its own).
     pub fn add_cooperative(
         &mut self,
         device: &wgpu::Device,
         attention: bool,
-        gemm_tile: Option<GemmTile>,
     ) -> Result<(), GpuError> {
         for kernel in Kernel::all() {
-            let other_gemm = match kernel {
-                Kernel::GemmCoop => gemm_tile.is_some(),
-                Kernel::GemmCoopBlocked(tile) => gemm_tile != Some(tile),
-                _ => false,
-            };
             if kernel.needs_cooperative_matrix()
                 && kernel != Kernel::DeltaRuleChunkedCoop
                 && kernel.is_cooperative_attention() == attention
-                && !other_gemm
             {
                 self.add(device, kernel)?;
             }

@@ -31,7 +31,7 @@ pub use kernels::{kernel_sources, KernelSource, WeightFormat};
 pub use memory::{GpuTensor, GpuWeight};
 pub use msl_ops::MslLauncher;
 pub use ops::{ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS};
-pub use options::{GemmTile, GpuOptions};
+pub use options::GpuOptions;
 pub use sampling::MAX_TOP_K;
 
 pub(crate) use kernel_build::validated_pipeline;
@@ -74,8 +74,6 @@ pub struct Wgpu {
     last_quantized: Mutex<Option<ops::LastQuantized>>,
     /// Decode attention by query head ([`GpuOptions::per_head_attention`]).
     per_head_attention: bool,
-    /// The prefill GEMM's workgroup tile on cooperative matrices ([`GpuOptions::gemm_tile`]).
-    gemm_tile: Option<GemmTile>,
     /// The MSL kernel set, when one is installed ([`Wgpu::with_msl`]).
     msl: Option<Arc<dyn MslLauncher>>,
     /// Rows per buffer of an uploaded weight at most, below what the binding limit allows
@@ -250,10 +248,10 @@ impl Wgpu {
             && cooperative::add_delta_rule_pipeline(&mut pipelines, &device);
         let cooperative_attention = cooperative
             && options.cooperative_attention
-            && cooperative::add_pipelines(&mut pipelines, &device, true, None);
+            && cooperative::add_pipelines(&mut pipelines, &device, true);
         let cooperative = cooperative
             && options.cooperative_matrix
-            && cooperative::add_pipelines(&mut pipelines, &device, false, options.gemm_tile);
+            && cooperative::add_pipelines(&mut pipelines, &device, false);
         let limits = device.limits();
         let binding_limit = limits
             .max_storage_buffer_binding_size
@@ -285,7 +283,6 @@ impl Wgpu {
             integer_gemv: options.integer_gemv,
             last_quantized: Mutex::new(None),
             per_head_attention: options.per_head_attention,
-            gemm_tile: options.gemm_tile,
             msl: None,
             max_weight_part_rows: usize::MAX,
         };

@@ -30,9 +30,6 @@ pub struct GpuOptions {
     /// reading its kv head's rows again (else so only up to 1024 cached rows, and past them one
     /// pass over each kv head's rows for its GQA group; to compare).
     pub per_head_attention: bool,
-    /// The workgroup tile of the prefill GEMM on cooperative matrices laid out for throughput
-    /// (gemm_coop_blocked.wgsl), else gemm_coop.wgsl's 128 × 128 (to compare on the GPU).
-    pub gemm_tile: Option<GemmTile>,
 }
 
 impl Default for GpuOptions {
@@ -46,55 +43,6 @@ impl Default for GpuOptions {
             all_shader_checks: false,
             subgroups: true,
             per_head_attention: false,
-            gemm_tile: None,
         }
-    }
-}
-
-/// A workgroup tile of gemm_coop_blocked.wgsl: tokens × weight rows, each a multiple of its
-/// subgroups' 32 × 64 and a divisor of the f16 scratch matrices' padding to 128.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct GemmTile {
-    pub tokens: usize,
-    pub rows: usize,
-}
-
-impl GemmTile {
-    /// The shapes built and tested; each keeps its two buffers and staging within 48 KiB of
-    /// workgroup memory (128 × 128: 40 KiB of tiles, 8 KiB of staging).
-    pub const CHOICES: [GemmTile; 3] = [
-        GemmTile {
-            tokens: 64,
-            rows: 128,
-        },
-        GemmTile {
-            tokens: 128,
-            rows: 64,
-        },
-        GemmTile {
-            tokens: 128,
-            rows: 128,
-        },
-    ];
-}
-
-impl std::fmt::Display for GemmTile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}x{}", self.tokens, self.rows)
-    }
-}
-
-impl std::str::FromStr for GemmTile {
-    type Err = String;
-
-    /// One of [`GemmTile::CHOICES`] as TOKENSxROWS, e.g. "128x128".
-    fn from_str(text: &str) -> Result<GemmTile, String> {
-        GemmTile::CHOICES
-            .into_iter()
-            .find(|tile| tile.to_string() == text)
-            .ok_or_else(|| {
-                let choices: Vec<String> = GemmTile::CHOICES.map(|t| t.to_string()).into();
-                format!("{text:?} is not one of {}", choices.join(", "))
-            })
     }
 }
