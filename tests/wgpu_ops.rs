@@ -1594,7 +1594,7 @@ fn stats_count_decode_dispatches_and_profile_op_classes() {
         .map(|op| op.calls)
         .sum();
     assert_eq!(calls, profiled.dispatches, "{:?}", profiled.ops);
-    for class in ["matmul q4_K", "rms_norm", "delta_rule", "attention"] {
+    for class in ["matmul q4_K", "rms_norm", "gated_delta_net", "attention"] {
         let op = profiled.ops.iter().find(|op| op.class == class);
         assert!(
             op.is_some_and(|op| op.calls > 0 && op.bytes_read > 0),
@@ -1764,6 +1764,148 @@ fn fused_delta_net_ops_match_their_compositions() {
         &want,
         Numerics::delta_rule(gpu, longest),
     );
+}
+
+/// The one-dispatch delta-net decode (`Backend::gated_delta_net`) against the model's steps on
+/// the CPU backend, with and without subgroups: a 3-row prompt (which it leaves to the steps),
+/// then decode tokens reading the conv and recurrent states the calls before them left; value
+/// heads sharing a key head (3:1, 4:1, 2:1), k_dim and v_dim 64 and 128. Each token's output is
+/// also projected through a Q4_K GEMV, which takes the kernel's quantization of it.
+#[test]
+fn fused_delta_net_decode_matches_its_steps() {
+    use qwen35::backend::cpu::{CpuBackend, CpuMode};
+    use qwen35::backend::{Backend, ConvQkvNorm, GatedDeltaNet};
+    use qwen35::model::forward::gated_delta_net_steps;
+    let Some(gpu) = gpu() else { return };
+    let cpu = CpuBackend::with_options(1, CpuMode::Exact).unwrap();
+    let mut rng = Rng::new(23);
+    let (taps, out_rows, ty) = (4, 37, GgmlType::Q4_K);
+    fn op<'a, T>(
+        [m, w, alpha, beta, ssm_a, dt_bias, z, norm]: [&'a T; 8],
+        shape: DeltaNetShape,
+    ) -> GatedDeltaNet<'a, T> {
+        GatedDeltaNet {
+            conv: ConvQkvNorm {
+                m,
+                w,
+                shape,
+                q_scale: 0.3,
+                eps: 1e-6,
+            },
+            alpha,
+            beta,
+            ssm_a,
+            dt_bias,
+            z,
+            norm,
+            norm_eps: 1e-5,
+        }
+    }
+    for (device, variant) in [(gpu, "subgroups"), (plain_gpu(), "no subgroups")] {
+        for (n_k_head, n_v_head, k_dim, v_dim) in [(2, 6, 64, 128), (2, 8, 128, 64), (2, 4, 128, 128)]
+        {
+            let shape = DeltaNetShape {
+                n_k_head,
+                n_v_head,
+                k_dim,
+                v_dim,
+            };
+            let value_width = n_v_head * v_dim;
+            let channels = 2 * n_k_head * k_dim + value_width;
+            let both = |rows: usize, cols: usize, values: Vec<f32>| {
+                (
+                    device.upload(rows, cols, &values).unwrap(),
+                    cpu.upload(rows, cols, &values).unwrap(),
+                )
+            };
+            let conv_w = both(channels, taps, rng.vec(channels * taps));
+            let ssm_a = rng.vec(n_v_head).iter().map(|v| -v.abs() - 0.1).collect();
+            let ssm_a = both(1, n_v_head, ssm_a);
+            let dt_bias = both(1, n_v_head, rng.vec(n_v_head));
+            let norm = both(1, v_dim, rng.vec(v_dim));
+            let mut g_conv = device.zeros(taps - 1, channels).unwrap();
+            let mut c_conv = cpu.zeros(taps - 1, channels);
+            let mut g_state = device.zeros(n_v_head, k_dim * v_dim).unwrap();
+            let mut c_state = cpu.zeros(n_v_head, k_dim * v_dim);
+            let bytes = random_blocks(&mut rng, ty, out_rows * value_width);
+            let weight = device
+                .upload_weight("out", ty, out_rows, value_width, &bytes)
+                .unwrap();
+            for (call, rows) in [3, 1, 1, 1, 1].into_iter().enumerate() {
+                let scaled = |rng: &mut Rng, n: usize, by: f32| -> Vec<f32> {
+                    rng.vec(n).iter().map(|v| v * by).collect()
+                };
+                let m = both(rows, channels, scaled(&mut rng, rows * channels, 3.0));
+                let alpha = both(rows, n_v_head, scaled(&mut rng, rows * n_v_head, 4.0));
+                let beta = both(rows, n_v_head, scaled(&mut rng, rows * n_v_head, 4.0));
+                let z = both(rows, value_width, rng.vec(rows * value_width));
+                let g_op = op(
+                    [
+                        &m.0, &conv_w.0, &alpha.0, &beta.0, &ssm_a.0, &dt_bias.0, &z.0, &norm.0,
+                    ],
+                    shape,
+                );
+                let c_op = op(
+                    [
+                        &m.1, &conv_w.1, &alpha.1, &beta.1, &ssm_a.1, &dt_bias.1, &z.1, &norm.1,
+                    ],
+                    shape,
+                );
+                let want = gated_delta_net_steps(&cpu, &c_op, &mut c_conv, &mut c_state).unwrap();
+                let want = cpu.read_rows(&want, 0, rows);
+                let fused =
+                    Backend::gated_delta_net(device, &g_op, &mut g_conv, &mut g_state).unwrap();
+                let got = if rows == 1 {
+                    fused.expect("the GPU's one-dispatch decode")
+                } else {
+                    assert!(fused.is_none(), "{rows} rows are the steps' to run");
+                    gated_delta_net_steps(device, &g_op, &mut g_conv, &mut g_state).unwrap()
+                };
+                let what = format!(
+                    "{variant}, {n_k_head}×{k_dim} key and {n_v_head}×{v_dim} value channels, \
+                     call {call} ({rows} rows)"
+                );
+                assert_close(
+                    &format!("o, {what}"),
+                    &read_all(device, &got),
+                    &want,
+                    Numerics::F32Sums,
+                );
+                if rows > 1 {
+                    continue;
+                }
+                let acc = rng.vec(out_rows);
+                let acc_t = device.upload(1, out_rows, &acc).unwrap();
+                device.matmul_add(&got, &weight, &acc_t).unwrap();
+                let projected: Vec<f32> = bytes
+                    .chunks_exact(bytes.len() / out_rows)
+                    .zip(&acc)
+                    .map(|(row, a)| a + qwen35::quant::dot_row(ty, row, &want).unwrap())
+                    .collect();
+                assert_close(
+                    &format!("projection, {what}"),
+                    &read_all(device, &acc_t),
+                    &projected,
+                    Numerics::gemv(device, ty),
+                );
+            }
+            let what = format!("{variant}, {n_v_head}×{v_dim} value channels");
+            let want = cpu.read_rows(&c_conv, 0, taps - 1);
+            assert_close(
+                &format!("conv state, {what}"),
+                &read_all(device, &g_conv),
+                &want,
+                Numerics::Exact,
+            );
+            let want = cpu.read_rows(&c_state, 0, n_v_head);
+            assert_close(
+                &format!("recurrent state, {what}"),
+                &read_all(device, &g_state),
+                &want,
+                Numerics::F32Sums,
+            );
+        }
+    }
 }
 
 /// gated_attention (q/k norm and RoPE in one dispatch, the gate in the attention kernel) against

@@ -2,13 +2,15 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use super::kernels::{Kernel, WeightFormat, DEFAULT_WG, GEMV_WORKGROUP_ROWS};
+use super::kernels::{
+    Kernel, WeightFormat, DEFAULT_WG, GATED_DELTA_NET_WG, GEMV_WORKGROUP_ROWS,
+};
 use super::recorder::{Binding, KernelDispatch};
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::checks;
 use crate::backend::{
     AttentionCall, AttentionShape, ConvQkvNorm, DeltaNetShape, DeltaRule, DeltaRuleGates,
-    GatedAttention, GatedDeltaRule, KvCache, Qkv,
+    GatedAttention, GatedDeltaNet, GatedDeltaRule, KvCache, Qkv,
 };
 
 mod attention;
@@ -29,6 +31,8 @@ const ARGMAX_CHUNK: usize = 4096;
 const CONV_QKV_CHANNELS_PER_INVOCATION: usize = 4;
 /// Rows of a prompt per workgroup of conv_qkv_norm.wgsl.
 const CONV_QKV_ROWS_PER_GROUP: usize = 16;
+/// State rows one invocation of the one-dispatch delta-net decode holds (WGSL `KEYS`).
+const GATED_DELTA_NET_KEYS: usize = 64;
 /// State columns per workgroup of the delta-rule kernel (WGSL `COLS`).
 const DELTA_RULE_COLS: usize = 16;
 /// Query rows from which attention runs by blocks of tokens (attention_prefill.rs) instead of
