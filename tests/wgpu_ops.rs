@@ -1557,7 +1557,7 @@ fn tiny_models_match_the_cpu_backend() {
 #[test]
 fn stats_count_decode_dispatches_and_profile_op_classes() {
     use qwen35::gguf::GgufFile;
-    use qwen35::model::{Config, Engine, Session};
+    use qwen35::model::{Config, Engine, LayerKind, Session};
     use std::sync::Arc;
 
     if gpu().is_none() {
@@ -1567,7 +1567,7 @@ fn stats_count_decode_dispatches_and_profile_op_classes() {
     let file = Arc::new(GgufFile::open(path).unwrap());
     let config = Config::from_gguf(&file).unwrap();
     let n_layer = config.n_layers();
-    let mut session = Session::new(Wgpu::new().unwrap(), &file, config, 32).unwrap();
+    let mut session = Session::new(Wgpu::new().unwrap(), &file, config.clone(), 32).unwrap();
     session.eval(&[1, 7, 42], false).unwrap();
     session.take_stats();
     session.eval(&[5], false).unwrap();
@@ -1605,6 +1605,31 @@ fn stats_count_decode_dispatches_and_profile_op_classes() {
     let seconds: f64 = profiled.ops.iter().map(|op| op.seconds).sum();
     let _ = writeln!(std::io::stderr(), "profiled GPU time {seconds:.6} s");
     assert!(seconds.is_finite() && seconds >= 0.0);
+
+    // `--unfused-decode`: a delta-net layer's three dispatches instead of one, an attention
+    // layer's output quantized in a pass of its own (its heads of 64 are whole pairs of runs).
+    let unfused = Wgpu::with_options(&GpuOptions {
+        unfused_decode: true,
+        ..GpuOptions::default()
+    })
+    .unwrap();
+    let delta_nets = config
+        .layers
+        .iter()
+        .filter(|&&kind| kind == LayerKind::DeltaNet)
+        .count() as u64;
+    let attentions = n_layer as u64 - delta_nets;
+    assert_eq!(config.head_dim, 64);
+    let mut session = Session::new(unfused, &file, config, 32).unwrap();
+    session.eval(&[1, 7, 42], false).unwrap();
+    session.take_stats();
+    session.eval(&[5], false).unwrap();
+    let unfused = session.take_stats();
+    assert_eq!(
+        unfused.dispatches,
+        first.dispatches + 2 * delta_nets + attentions,
+        "{unfused:?}"
+    );
 }
 
 /// The fused Gated DeltaNet ops against the model's steps, op by op on the CPU backend:
@@ -2023,6 +2048,128 @@ fn fused_gated_attention_matches_its_composition() {
         &want,
         Numerics::F32,
     );
+}
+
+/// Gated decode attention over heads of 64 and 128 quantizes its output for the output
+/// projection in its merge: against the model's steps on the CPU backend after a prompt, by kv
+/// head and by query head, with and without subgroups, the output and its projection through
+/// a Q4_K integer GEMV.
+#[test]
+fn gated_decode_attention_projects_through_its_quantization() {
+    use qwen35::backend::cpu::{CpuBackend, CpuMode};
+    use qwen35::backend::{Backend, GatedAttention, KvCache, RopeShape};
+    use qwen35::model::forward::gated_attention_steps;
+    let Some(gpu) = gpu() else { return };
+    let cpu = CpuBackend::with_options(1, CpuMode::Exact).unwrap();
+    let mut rng = Rng::new(16);
+    let (out_rows, ty) = (37, GgmlType::Q4_K);
+    let rope = RopeShape {
+        dims: 32,
+        base: 10_000.0,
+    };
+    fn op<'a, T>(
+        [q_and_gate, k, v, q_norm, k_norm]: [&'a T; 5],
+        rope: RopeShape,
+        shape: AttentionShape,
+    ) -> GatedAttention<'a, T> {
+        GatedAttention {
+            q_and_gate,
+            k,
+            v,
+            q_norm,
+            k_norm,
+            eps: 1e-6,
+            rope,
+            shape,
+        }
+    }
+    let devices = [
+        (gpu, "subgroups"),
+        (plain_gpu(), "no subgroups"),
+        (per_head_attention_gpu(), "by query head"),
+    ];
+    for (device, variant) in devices {
+        for (n_head, head_dim) in [(4, 64), (6, 128)] {
+            let shape = AttentionShape {
+                n_head,
+                n_kv_head: 2,
+                head_dim,
+            };
+            let kv_cols = 2 * head_dim;
+            let width = n_head * head_dim;
+            let both = |rows: usize, cols: usize, values: Vec<f32>| {
+                (
+                    device.upload(rows, cols, &values).unwrap(),
+                    cpu.upload(rows, cols, &values).unwrap(),
+                )
+            };
+            let q_norm = both(1, head_dim, rng.vec(head_dim));
+            let k_norm = both(1, head_dim, rng.vec(head_dim));
+            let capacity = 32;
+            let (mut g_kc, mut g_vc) = (
+                device.zeros(capacity, kv_cols).unwrap(),
+                device.zeros(capacity, kv_cols).unwrap(),
+            );
+            let (mut c_kc, mut c_vc) = (cpu.zeros(capacity, kv_cols), cpu.zeros(capacity, kv_cols));
+            let bytes = random_blocks(&mut rng, ty, out_rows * width);
+            let weight = device
+                .upload_weight("output", ty, out_rows, width, &bytes)
+                .unwrap();
+            let mut pos0 = 0;
+            for rows in [20, 1, 1] {
+                let qg = both(rows, 2 * width, rng.vec(rows * 2 * width));
+                let k = both(rows, kv_cols, rng.vec(rows * kv_cols));
+                let v = both(rows, kv_cols, rng.vec(rows * kv_cols));
+                let got = Backend::gated_attention(
+                    device,
+                    &op([&qg.0, &k.0, &v.0, &q_norm.0, &k_norm.0], rope, shape),
+                    &mut KvCache {
+                        k: &mut g_kc,
+                        v: &mut g_vc,
+                        pos0,
+                    },
+                )
+                .unwrap()
+                .expect("the GPU's fused gated_attention");
+                let want = gated_attention_steps(
+                    &cpu,
+                    &op([&qg.1, &k.1, &v.1, &q_norm.1, &k_norm.1], rope, shape),
+                    &mut KvCache {
+                        k: &mut c_kc,
+                        v: &mut c_vc,
+                        pos0,
+                    },
+                )
+                .unwrap();
+                let want = cpu.read_rows(&want, 0, rows);
+                pos0 += rows;
+                if rows > 1 {
+                    continue;
+                }
+                let what = format!("{variant}, {n_head}×{head_dim}, at {pos0}");
+                let acc = rng.vec(out_rows);
+                let acc_t = device.upload(1, out_rows, &acc).unwrap();
+                device.matmul_add(&got, &weight, &acc_t).unwrap();
+                assert_close(
+                    &format!("attention, {what}"),
+                    &read_all(device, &got),
+                    &want,
+                    Numerics::F32Sums,
+                );
+                let projected: Vec<f32> = bytes
+                    .chunks_exact(bytes.len() / out_rows)
+                    .zip(&acc)
+                    .map(|(row, a)| a + qwen35::quant::dot_row(ty, row, &want).unwrap())
+                    .collect();
+                assert_close(
+                    &format!("projection, {what}"),
+                    &read_all(device, &acc_t),
+                    &projected,
+                    Numerics::gemv(device, ty),
+                );
+            }
+        }
+    }
 }
 
 #[test]

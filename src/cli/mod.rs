@@ -130,7 +130,8 @@ pub struct GpuArgs {
     /// (to compare; by default only caches of up to 1024 rows).
     #[arg(long)]
     pub per_head_attention: bool,
-    /// A decode token's Gated DeltaNet in three dispatches a layer instead of one (to compare).
+    /// A decode token's Gated DeltaNet in three dispatches a layer instead of one, and the
+    /// attention's output quantized in a pass of its own (to compare).
     #[arg(long)]
     pub unfused_decode: bool,
 }

@@ -473,7 +473,9 @@ impl Kernel {
             Kernel::AttentionBlocks => {
                 files.extend([REDUCE, DECODE_KV_ROWS, wgsl!("kernels/attention_blocks")]);
             }
-            Kernel::AttentionCombine => files.push(wgsl!("kernels/attention_combine")),
+            Kernel::AttentionCombine => {
+                files.extend([QUANTIZE_QUAD, wgsl!("kernels/attention_combine")]);
+            }
             Kernel::Conv1dSilu => files.push(wgsl!("kernels/conv1d_silu")),
             Kernel::ConvQkvNorm => files.extend([REDUCE, wgsl!("kernels/conv_qkv_norm")]),
             Kernel::Argmax => files.push(wgsl!("kernels/argmax")),

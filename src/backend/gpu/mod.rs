@@ -74,7 +74,7 @@ pub struct Wgpu {
     last_quantized: Mutex<Option<ops::LastQuantized>>,
     /// Decode attention by query head ([`GpuOptions::per_head_attention`]).
     per_head_attention: bool,
-    /// A decode token's delta net op by op ([`GpuOptions::unfused_decode`]).
+    /// A decode token's mixing in its op-by-op dispatches ([`GpuOptions::unfused_decode`]).
     unfused_decode: bool,
     /// The MSL kernel set, when one is installed ([`Wgpu::with_msl`]).
     msl: Option<Arc<dyn MslLauncher>>,

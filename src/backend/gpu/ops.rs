@@ -177,6 +177,29 @@ impl Wgpu {
         })
     }
 
+    /// The buffer a kernel writes the quantization of `out` into beside `out` (where it
+    /// `quantizes`; else one word for it to bind, unwritten).
+    fn quantized_output(&self, out: &GpuTensor, quantizes: bool) -> Result<GpuTensor, GpuError> {
+        if !quantizes {
+            return self.output(1, 1);
+        }
+        self.output(
+            out.rows,
+            out.cols / QUANTIZED_PAIR * QUANTIZED_PAIR_WORDS,
+        )
+    }
+
+    /// Keeps `quantized`, which the kernel just recorded wrote beside `out`, for the integer
+    /// GEMVs of `out` that come next.
+    fn remember_quantized(&self, out: &GpuTensor, quantized: GpuTensor) -> Result<(), GpuError> {
+        *lock(&self.last_quantized)? = Some(Reusable {
+            key: (out.buffer.clone(), None, out.dims()),
+            value: quantized,
+            work_after: self.recorder.work_recorded()?,
+        });
+        Ok(())
+    }
+
     /// Records `dispatch` after the work recorded so far.
     fn dispatch(&self, dispatch: &KernelDispatch<'_>) -> Result<(), GpuError> {
         self.check_device()?;

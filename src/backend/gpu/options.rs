@@ -31,7 +31,9 @@ pub struct GpuOptions {
     /// pass over each kv head's rows for its GQA group; to compare).
     pub per_head_attention: bool,
     /// A decode token's Gated DeltaNet in its op-by-op kernels (conv_qkv_norm, the delta rule,
-    /// the gated norm: three dispatches a layer) instead of one (to compare).
+    /// the gated norm: three dispatches a layer) instead of one, and its gated attention's
+    /// output quantized for the output projection in a pass of its own instead of in the
+    /// attention's merge (to compare).
     pub unfused_decode: bool,
 }
 

@@ -338,12 +338,7 @@ impl Wgpu {
         }
         let out = self.output(1, value_width)?;
         let quantize = self.integer_gemv && v_dim.is_multiple_of(QUANTIZED_PAIR);
-        // Without quantizing, the kernel still binds a buffer there, unwritten.
-        let quantized = if quantize {
-            self.output(1, value_width / QUANTIZED_PAIR * QUANTIZED_PAIR_WORDS)?
-        } else {
-            self.output(1, 1)?
-        };
+        let quantized = self.quantized_output(&out, quantize)?;
         self.record(
             Kernel::GatedDeltaNetDecode,
             &[
@@ -375,11 +370,7 @@ impl Wgpu {
             f32_bytes(&[m, w, conv_state, op.z, recurrent]),
         )?;
         if quantize {
-            *lock(&self.last_quantized)? = Some(Reusable {
-                key: (out.buffer.clone(), None, out.dims()),
-                value: quantized,
-                work_after: self.recorder.work_recorded()?,
-            });
+            self.remember_quantized(&out, quantized)?;
         }
         Ok(Some(out))
     }
