@@ -1827,7 +1827,8 @@ fn fused_delta_net_decode_matches_its_steps() {
         }
     }
     for (device, variant) in [(gpu, "subgroups"), (plain_gpu(), "no subgroups")] {
-        for (n_k_head, n_v_head, k_dim, v_dim) in [(2, 6, 64, 128), (2, 8, 128, 64), (2, 4, 128, 128)]
+        for (n_k_head, n_v_head, k_dim, v_dim) in
+            [(2, 6, 64, 128), (2, 8, 128, 64), (2, 4, 128, 128)]
         {
             let shape = DeltaNetShape {
                 n_k_head,

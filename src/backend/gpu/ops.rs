@@ -2,9 +2,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use super::kernels::{
-    Kernel, WeightFormat, DEFAULT_WG, GATED_DELTA_NET_WG, GEMV_WORKGROUP_ROWS,
-};
+use super::kernels::{Kernel, WeightFormat, DEFAULT_WG, GATED_DELTA_NET_WG, GEMV_WORKGROUP_ROWS};
 use super::recorder::{Binding, KernelDispatch};
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::checks;
@@ -183,10 +181,7 @@ impl Wgpu {
         if !quantizes {
             return self.output(1, 1);
         }
-        self.output(
-            out.rows,
-            out.cols / QUANTIZED_PAIR * QUANTIZED_PAIR_WORDS,
-        )
+        self.output(out.rows, out.cols / QUANTIZED_PAIR * QUANTIZED_PAIR_WORDS)
     }
 
     /// Keeps `quantized`, which the kernel just recorded wrote beside `out`, for the integer
