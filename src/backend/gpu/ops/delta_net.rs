@@ -261,4 +261,117 @@ impl Wgpu {
         )?;
         Ok(out)
     }
+
+    /// One decode token of the Gated DeltaNet, §5.2–5.6, in one dispatch
+    /// (gated_delta_net_decode.wgsl), its output quantized for the integer GEMV of the output
+    /// projection as [`Wgpu::gated_rms_norm`] leaves it. `None` (nothing run) for more than one
+    /// row, heads the kernel does not hold, a backend with MSL kernels (it has its own ops of
+    /// one token) or [`super::super::GpuOptions::unfused_decode`].
+    pub fn gated_delta_net(
+        &self,
+        op: &GatedDeltaNet<'_, GpuTensor>,
+        conv_state: &GpuTensor,
+        recurrent: &GpuTensor,
+    ) -> Result<Option<GpuTensor>, GpuError> {
+        let ConvQkvNorm {
+            m,
+            w,
+            shape,
+            q_scale,
+            eps,
+        } = op.conv;
+        let DeltaNetShape {
+            n_k_head,
+            n_v_head,
+            k_dim,
+            v_dim,
+        } = shape;
+        let wg = GATED_DELTA_NET_WG;
+        let held = (1..=wg).contains(&k_dim)
+            && (1..=wg).contains(&v_dim)
+            && k_dim.div_ceil(wg / v_dim) <= GATED_DELTA_NET_KEYS
+            && n_k_head > 0
+            && n_v_head.is_multiple_of(n_k_head);
+        if self.unfused_decode || self.msl.is_some() || m.rows != 1 || !held {
+            return Ok(None);
+        }
+        let (taps, key_width, value_width) = (w.cols, n_k_head * k_dim, n_v_head * v_dim);
+        let channels = 2 * key_width + value_width;
+        let per_head = (1, n_v_head);
+        let fits = taps > 0
+            && m.cols == channels
+            && w.rows == channels
+            && conv_state.dims() == (taps - 1, channels)
+            && [op.alpha, op.beta, op.ssm_a, op.dt_bias]
+                .iter()
+                .all(|t| t.dims() == per_head)
+            && op.z.dims() == (1, value_width)
+            && op.norm.len() == v_dim
+            && recurrent.dims() == (n_v_head, k_dim * v_dim);
+        if !fits {
+            return Err(shape_error(
+                "gated_delta_net",
+                format!(
+                    "m {}×{}, conv {}×{taps}, conv state {}×{}, alpha {}×{}, beta {}×{}, \
+                     ssm_a {}×{}, dt_bias {}×{}, z {}×{}, norm {}, state {}×{} for \
+                     {n_k_head}×{k_dim} key and {n_v_head}×{v_dim} value channels",
+                    m.rows,
+                    m.cols,
+                    w.rows,
+                    conv_state.rows,
+                    conv_state.cols,
+                    op.alpha.rows,
+                    op.alpha.cols,
+                    op.beta.rows,
+                    op.beta.cols,
+                    op.ssm_a.rows,
+                    op.ssm_a.cols,
+                    op.dt_bias.rows,
+                    op.dt_bias.cols,
+                    op.z.rows,
+                    op.z.cols,
+                    op.norm.len(),
+                    recurrent.rows,
+                    recurrent.cols,
+                ),
+            ));
+        }
+        let out = self.output(1, value_width)?;
+        let quantize = self.integer_gemv && v_dim.is_multiple_of(QUANTIZED_PAIR);
+        let quantized = self.quantized_output(&out, quantize)?;
+        self.record(
+            Kernel::GatedDeltaNetDecode,
+            &[
+                n_k_head as u32,
+                n_v_head as u32,
+                k_dim as u32,
+                v_dim as u32,
+                taps as u32,
+                q_scale.to_bits(),
+                eps.to_bits(),
+                op.norm_eps.to_bits(),
+                quantize as u32,
+            ],
+            &[
+                &m.buffer,
+                &w.buffer,
+                &conv_state.buffer,
+                &op.alpha.buffer,
+                &op.beta.buffer,
+                &op.ssm_a.buffer,
+                &op.dt_bias.buffer,
+                &op.z.buffer,
+                &op.norm.buffer,
+                &recurrent.buffer,
+                &out.buffer,
+                &quantized.buffer,
+            ],
+            n_k_head,
+            f32_bytes(&[m, w, conv_state, op.z, recurrent]),
+        )?;
+        if quantize {
+            self.remember_quantized(&out, quantized)?;
+        }
+        Ok(Some(out))
+    }
 }
