@@ -130,6 +130,10 @@ pub struct GpuArgs {
     /// (to compare; by default only caches of up to 1024 rows).
     #[arg(long)]
     pub per_head_attention: bool,
+    /// Decode attention past 1024 cached rows with a key row per invocation, loads a row apart,
+    /// even where the GPU has subgroups (to compare).
+    #[arg(long)]
+    pub strided_key_attention: bool,
 }
 
 /// The bundled default model, found where this program was built from.
@@ -155,6 +159,7 @@ impl GpuArgs {
             cooperative_attention: !self.no_cooperative_attention,
             all_shader_checks: self.all_shader_checks,
             per_head_attention: self.per_head_attention,
+            strided_key_attention: self.strided_key_attention,
             ..GpuOptions::default()
         }
     }

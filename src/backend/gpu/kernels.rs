@@ -40,8 +40,8 @@ pub const GEMV_SHARED_PART: usize = 32;
 pub const GEMV_WORKGROUP_ROWS: usize = GEMV_ROWS * GEMV_PARTS;
 /// Invocations per workgroup of the kernels that do not set their own (WGSL `WG`).
 pub const DEFAULT_WG: usize = 64;
-/// Invocations per workgroup of decode attention ([`Kernel::AttentionDecode`]), one cache row
-/// each at a time: 256 cached rows are one round of key loads.
+/// Invocations per workgroup of decode attention ([`Kernel::AttentionDecode`]): a tile of 256
+/// cached rows, one each for the softmax.
 pub const ATTENTION_DECODE_WG: usize = 256;
 
 const KQUANT_SCALES: SourceFile = wgsl!("lib/kquant_scales");
@@ -215,7 +215,11 @@ pub enum Kernel {
     Attention,
     /// Attention of one query row, each kv head's cache rows read once for its GQA group's
     /// query heads: one dispatch, or splits of the cache merged by [`Kernel::AttentionCombine`].
+    /// With subgroups a part of a subgroup dots each key row, its loads coalesced.
     AttentionDecode,
+    /// [`Kernel::AttentionDecode`] with a key row per invocation even where the device has
+    /// subgroups ([`super::GpuOptions::strided_key_attention`]).
+    AttentionDecodeStridedKeys,
     /// Attention of one query row by query head and block of cache rows
     /// ([`super::GpuOptions::per_head_attention`]), merged by [`Kernel::AttentionCombine`].
     AttentionBlocks,
@@ -286,6 +290,7 @@ impl Kernel {
             Kernel::QkNormRope,
             Kernel::Attention,
             Kernel::AttentionDecode,
+            Kernel::AttentionDecodeStridedKeys,
             Kernel::AttentionBlocks,
             Kernel::AttentionCombine,
             Kernel::AttentionPrefill,
@@ -343,6 +348,7 @@ impl Kernel {
             Kernel::QkNormRope => "qk_norm_rope".into(),
             Kernel::Attention
             | Kernel::AttentionDecode
+            | Kernel::AttentionDecodeStridedKeys
             | Kernel::AttentionBlocks
             | Kernel::AttentionCombine => "attention".into(),
             Kernel::AttentionPrefill | Kernel::AttentionPrefillCoop => "attention prefill".into(),
@@ -460,8 +466,16 @@ impl Kernel {
             Kernel::Rope => files.extend([ROPE_ANGLE, wgsl!("kernels/rope")]),
             Kernel::QkNormRope => files.extend([REDUCE, ROPE_ANGLE, wgsl!("kernels/qk_norm_rope")]),
             Kernel::Attention => files.extend([REDUCE, wgsl!("kernels/attention")]),
-            Kernel::AttentionDecode => {
-                files.extend([DECODE_KV_ROWS, wgsl!("kernels/attention_decode")]);
+            Kernel::AttentionDecode | Kernel::AttentionDecodeStridedKeys => {
+                files.extend([
+                    DECODE_KV_ROWS,
+                    if subgroups && self == Kernel::AttentionDecode {
+                        wgsl!("lib/decode_key_scores_subgroup")
+                    } else {
+                        wgsl!("lib/decode_key_scores_strided")
+                    },
+                    wgsl!("kernels/attention_decode"),
+                ]);
             }
             Kernel::AttentionBlocks => {
                 files.extend([REDUCE, DECODE_KV_ROWS, wgsl!("kernels/attention_blocks")]);
@@ -519,7 +533,7 @@ impl Kernel {
             Kernel::RmsNormQuantized => 128,
             // A chunk of 4096 logits is 16 a invocation (top_k_chunks.wgsl `PER`).
             Kernel::TopKChunks | Kernel::TopKDraw => 256,
-            Kernel::AttentionDecode => ATTENTION_DECODE_WG,
+            Kernel::AttentionDecode | Kernel::AttentionDecodeStridedKeys => ATTENTION_DECODE_WG,
             _ => DEFAULT_WG,
         }
     }

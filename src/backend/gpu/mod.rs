@@ -74,6 +74,8 @@ pub struct Wgpu {
     last_quantized: Mutex<Option<ops::LastQuantized>>,
     /// Decode attention by query head ([`GpuOptions::per_head_attention`]).
     per_head_attention: bool,
+    /// Decode attention's keys a row per invocation ([`GpuOptions::strided_key_attention`]).
+    strided_key_attention: bool,
     /// The MSL kernel set, when one is installed ([`Wgpu::with_msl`]).
     msl: Option<Arc<dyn MslLauncher>>,
     /// Rows per buffer of an uploaded weight at most, below what the binding limit allows
@@ -283,6 +285,7 @@ impl Wgpu {
             integer_gemv: options.integer_gemv,
             last_quantized: Mutex::new(None),
             per_head_attention: options.per_head_attention,
+            strided_key_attention: options.strided_key_attention,
             msl: None,
             max_weight_part_rows: usize::MAX,
         };

@@ -30,6 +30,10 @@ pub struct GpuOptions {
     /// reading its kv head's rows again (else so only up to 1024 cached rows, and past them one
     /// pass over each kv head's rows for its GQA group; to compare).
     pub per_head_attention: bool,
+    /// Decode attention past 1024 cached rows with a key row per invocation, loads a row apart,
+    /// even where the device has subgroups (else a part of a subgroup per key row, its loads
+    /// coalesced; to compare).
+    pub strided_key_attention: bool,
 }
 
 impl Default for GpuOptions {
@@ -43,6 +47,7 @@ impl Default for GpuOptions {
             all_shader_checks: false,
             subgroups: true,
             per_head_attention: false,
+            strided_key_attention: false,
         }
     }
 }
