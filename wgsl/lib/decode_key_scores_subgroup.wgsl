@@ -15,15 +15,15 @@ struct KeyLane {
 const KEY_PARTS: u32 = 8u;
 
 // Writes the scaled scores of the tile's first `len` rows into by_head. Every invocation
-// calls it together: the rounds are as many everywhere, so the shuffles run in uniform control
-// flow.
+// calls it together with the same len and heads, so the shuffles run in uniform control flow;
+// a short split (a few dozen rows) takes only the rounds it fills.
 fn score_keys(tile: u32, len: u32, heads: u32, lanes: u32, kv_base: u32, lane: KeyLane) {
     let parts = min(KEY_PARTS, lane.size);
     let part_lane = lane.index % parts;
     let part = lane.subgroup * (lane.size / parts) + lane.index / parts;
     let round_rows = WG / parts;
-    for (var round = 0u; round < TILE / round_rows; round++) {
-        let row = round * round_rows + part;
+    for (var round_first = 0u; round_first < len; round_first += round_rows) {
+        let row = round_first + part;
         let key_row = tile + min(row, len - 1u);
         var scores: array<f32, HEADS>;
         for (var h = 0u; h < HEADS; h++) {
@@ -46,7 +46,9 @@ fn score_keys(tile: u32, len: u32, heads: u32, lanes: u32, kv_base: u32, lane: K
         }
         for (var mask = 1u; mask < parts; mask <<= 1u) {
             for (var h = 0u; h < HEADS; h++) {
-                scores[h] += subgroupShuffleXor(scores[h], mask);
+                if (h < heads) {
+                    scores[h] += subgroupShuffleXor(scores[h], mask);
+                }
             }
         }
         if (part_lane == 0u && row < len) {
