@@ -656,9 +656,10 @@ fn attention_prefill_then_decode() {
 /// splits of the cache merged from 1025 on; GQA 6:1 and 1:1 at head dims 256, 128 and 64, a group of 16 (more
 /// query heads than one workgroup serves) at an odd head dim, and a cache long enough for
 /// splits of more than one tile of rows (eight kv heads at 20300 rows: splits of 320), and 4099
-/// rows (a last split and tile of a few rows); with and without subgroups (key rows by subgroup
-/// parts, or one an invocation), with key rows one an invocation (`--strided-key-attention`),
-/// and by query head (`--per-head-attention`). The step's k and v must land in the cache.
+/// rows (a last split and tile of a few rows); with and without subgroups (a key row's partial
+/// dots summed by shuffles, or through workgroup memory), with key rows one an invocation
+/// (`--strided-key-attention`), and by query head (`--per-head-attention`). The step's k and v
+/// must land in the cache.
 #[test]
 fn decode_attention_at_awkward_depths() {
     let Some(gpu) = gpu() else { return };

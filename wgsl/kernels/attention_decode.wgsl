@@ -6,11 +6,12 @@
 // (attention_blocks.wgsl): a workgroup per kv head is too few workgroups to fill a GPU there.
 //
 // The split is walked in tiles of TILE rows with an online softmax. Scores: every head's q is
-// held in workgroup memory, and score_keys (lib/decode_key_scores_*.wgsl: by subgroup parts
-// per key row where the device has subgroups, else a row per invocation) writes the tile's
-// scores into by_head; invocation r then owns row r's. Values: invocation i owns vec4
-// i % lanes of the head and rows i / lanes, i / lanes + row_groups, … of the tile, so that
-// each value row is one coalesced load; the row groups' sums are added at the end.
+// held in workgroup memory, and key_scores (lib/decode_key_scores_*.wgsl: by parts of
+// invocations per key row, loads coalesced, summed by subgroup operations or through
+// workgroup memory; or a row per invocation, to compare) gives invocation r row r's. Values:
+// invocation i owns vec4 i % lanes of the head and rows i / lanes, i / lanes + row_groups, …
+// of the tile, so that each value row is one coalesced load; the row groups' sums are added at
+// the end.
 
 struct Params {
     n_head: u32,
@@ -98,11 +99,9 @@ fn main(
     }
     for (var tile = first; tile < end; tile += TILE) {
         let len = min(TILE, end - tile);
-        score_keys(tile, len, heads, lanes, kv_base, key_lane);
-        workgroupBarrier();
-        var scores: array<f32, HEADS>;
+        var scores = key_scores(tile, len, heads, lanes, kv_base, key_lane);
         for (var h = 0u; h < HEADS; h++) {
-            scores[h] = select(NEG_HUGE, by_head[h * TILE + lid], lid < len);
+            scores[h] = select(NEG_HUGE, scores[h] * p.scale, lid < len);
             by_head[h * TILE + lid] = scores[h];
         }
         workgroupBarrier();

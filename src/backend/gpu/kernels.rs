@@ -215,10 +215,10 @@ pub enum Kernel {
     Attention,
     /// Attention of one query row, each kv head's cache rows read once for its GQA group's
     /// query heads: one dispatch, or splits of the cache merged by [`Kernel::AttentionCombine`].
-    /// With subgroups a part of a subgroup dots each key row, its loads coalesced.
+    /// A part of 8 invocations dots each key row, its loads coalesced.
     AttentionDecode,
-    /// [`Kernel::AttentionDecode`] with a key row per invocation even where the device has
-    /// subgroups ([`super::GpuOptions::strided_key_attention`]).
+    /// [`Kernel::AttentionDecode`] with a key row per invocation
+    /// ([`super::GpuOptions::strided_key_attention`]).
     AttentionDecodeStridedKeys,
     /// Attention of one query row by query head and block of cache rows
     /// ([`super::GpuOptions::per_head_attention`]), merged by [`Kernel::AttentionCombine`].
@@ -467,15 +467,18 @@ impl Kernel {
             Kernel::QkNormRope => files.extend([REDUCE, ROPE_ANGLE, wgsl!("kernels/qk_norm_rope")]),
             Kernel::Attention => files.extend([REDUCE, wgsl!("kernels/attention")]),
             Kernel::AttentionDecode | Kernel::AttentionDecodeStridedKeys => {
-                files.extend([
-                    DECODE_KV_ROWS,
-                    if subgroups && self == Kernel::AttentionDecode {
+                files.push(DECODE_KV_ROWS);
+                if self == Kernel::AttentionDecodeStridedKeys {
+                    files.push(wgsl!("lib/decode_key_scores_strided"));
+                } else {
+                    files.push(wgsl!("lib/decode_key_row_parts"));
+                    files.push(if subgroups {
                         wgsl!("lib/decode_key_scores_subgroup")
                     } else {
-                        wgsl!("lib/decode_key_scores_strided")
-                    },
-                    wgsl!("kernels/attention_decode"),
-                ]);
+                        wgsl!("lib/decode_key_scores_shared")
+                    });
+                }
+                files.push(wgsl!("kernels/attention_decode"));
             }
             Kernel::AttentionBlocks => {
                 files.extend([REDUCE, DECODE_KV_ROWS, wgsl!("kernels/attention_blocks")]);
