@@ -130,8 +130,8 @@ pub struct GpuArgs {
     /// (to compare; by default only caches of up to 1024 rows).
     #[arg(long)]
     pub per_head_attention: bool,
-    /// Decode attention past 1024 cached rows with a key row per invocation, loads a row apart,
-    /// even where the GPU has subgroups (to compare).
+    /// Decode attention past 1024 cached rows with a key row per invocation, its loads a row
+    /// apart (to compare).
     #[arg(long)]
     pub strided_key_attention: bool,
 }

@@ -30,9 +30,8 @@ pub struct GpuOptions {
     /// reading its kv head's rows again (else so only up to 1024 cached rows, and past them one
     /// pass over each kv head's rows for its GQA group; to compare).
     pub per_head_attention: bool,
-    /// Decode attention past 1024 cached rows with a key row per invocation, loads a row apart,
-    /// even where the device has subgroups (else a part of a subgroup per key row, its loads
-    /// coalesced; to compare).
+    /// Decode attention past 1024 cached rows with a key row per invocation, loads a row apart
+    /// (else a part of 8 invocations per key row, its loads coalesced; to compare).
     pub strided_key_attention: bool,
 }
 
