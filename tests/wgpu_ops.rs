@@ -1258,6 +1258,80 @@ fn quantized_matmul_takes_subnormal_scales() {
     }
 }
 
+/// The cooperative GEMM's f16 scratch decoders (their own for Q4_K and Q6_K, the generic one
+/// for Q8_0) bit for bit against the quant module's values clamped to the f16 range, with zeros
+/// past the rows: slices of parts that start past their first row and end off tile edges, on
+/// weights whose scales are partly large enough to need the clamp.
+#[test]
+fn half_weight_scratch_matches_quant_module_bit_for_bit() {
+    if gpu().is_none() {
+        return;
+    }
+    let mut device = Wgpu::new().expect("the adapter opened once already");
+    let mut rng = Rng::new(15);
+    let (rows, part_rows) = (431, 310);
+    for (ty, cols) in [
+        (GgmlType::Q4_K, 768),
+        (GgmlType::Q6_K, 512),
+        (GgmlType::Q8_0, 320),
+    ] {
+        let mut bytes = random_blocks(&mut rng, ty, rows * cols);
+        for block in bytes.chunks_exact_mut(ty.block_bytes()).step_by(7) {
+            for &at in scale_offsets(ty) {
+                let scale = f16::from_f32(3000.0 * rng.next());
+                block[at..at + 2].copy_from_slice(&scale.to_le_bytes());
+            }
+        }
+        let row_bytes = bytes.len() / rows;
+        let weight = device
+            .upload_weight_in_parts("w", ty, rows, cols, &bytes, part_rows)
+            .unwrap();
+        assert_eq!(weight.parts(), 2);
+        let mut decoded = vec![0f32; cols];
+        for (part, first, count) in [
+            (0, 0, 300),
+            (0, 10, 300),
+            (0, 181, 129),
+            (1, 0, 121),
+            (1, 120, 1),
+        ] {
+            let got = device
+                .half_weight_rows(&weight, part, first, count)
+                .unwrap();
+            assert_eq!(got.len(), count.next_multiple_of(128));
+            for (r, got_row) in got.iter().enumerate() {
+                assert_eq!(got_row.len(), cols.next_multiple_of(64));
+                let want: Vec<u16> = if r < count {
+                    let at = (part * part_rows + first + r) * row_bytes;
+                    qwen35::quant::dequantize_row(ty, &bytes[at..at + row_bytes], &mut decoded)
+                        .unwrap();
+                    decoded
+                        .iter()
+                        .map(|&v| f16::from_f32(v.clamp(-65504.0, 65504.0)).to_bits())
+                        .collect()
+                } else {
+                    vec![0; cols]
+                };
+                let padding = got_row.len() - cols;
+                let want = want.into_iter().chain(std::iter::repeat_n(0, padding));
+                if let Some((c, (g, w))) = got_row
+                    .iter()
+                    .zip(want)
+                    .enumerate()
+                    .find(|(_, (&g, w))| g != *w)
+                {
+                    panic!(
+                        "{ty:?} part {part} rows {first}+{count}: row {r} col {c} has {} ({g:#06x}) \
+                         for {} ({w:#06x})",
+                        f16::from_bits(*g),
+                        f16::from_bits(w)
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// The residual-add, SwiGLU-input and RMS-normed-input GEMVs, with and without subgroups, on
 /// formats with a fast GEMV (fused) and without (composed): acc + (silu(gate) ⊙ up) · Wᵀ,
 /// acc + x · Wᵀ and rms_norm(x) · Wᵀ; 1792 columns take several workgroups of the norm and

@@ -1,26 +1,10 @@
-// Weight rows first_row.. of one part, decoded into an f16 scratch matrix for the cooperative
-// GEMM: `padded_rows` rows of `padded_cols` halves, packed two to a word; the rows past `rows` and
-// the columns past `cols` are zeros, so that the GEMM reads whole tiles without bounds checks.
-// Values beyond the f16 range are clamped to it rather than becoming infinities.
-// One invocation per SPAN elements of a row (consecutive invocations take consecutive spans of
-// one row, so that their reads of the weight blocks are close together). The weight format comes
-// from the dequant_*.wgsl file composed with this one.
+// Weight rows decoded into the f16 scratch matrix (half_scratch.wgsl) for the formats without a
+// decoder of their own. One invocation per SPAN elements of a row (consecutive invocations take
+// consecutive spans of one row, so that their reads of the weight blocks are close together).
+// The weight format comes from the dequant_*.wgsl file composed with this one.
 
 const SPAN: u32 = max(UNIT, 2u);
-const F16_MAX: f32 = 65504.0;
 
-struct Params {
-    rows: u32,
-    cols: u32,
-    row_bytes: u32,
-    first_row: u32,
-    padded_rows: u32,
-    padded_cols: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-
-@group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read_write> halves: array<u32>;
 

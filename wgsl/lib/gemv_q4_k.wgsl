@@ -7,14 +7,6 @@ const SPAN: u32 = 32u;
 
 @group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
 
-fn low_nibbles(v: u32) -> vec4<f32> {
-    return vec4<f32>(unpack4xU8(v & 0x0f0f0f0fu));
-}
-
-fn high_nibbles(v: u32) -> vec4<f32> {
-    return vec4<f32>(unpack4xU8((v >> 4u) & 0x0f0f0f0fu));
-}
-
 fn span_dot(
     task: u32,
     x4: u32,

@@ -7,10 +7,6 @@ const SPAN: u32 = 32u;
 
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 
-fn six_bits(nibbles: u32, high_pairs: u32) -> vec4<f32> {
-    return vec4<f32>(unpack4xU8((nibbles & 0x0f0f0f0fu) | ((high_pairs & 0x03030303u) << 4u)));
-}
-
 fn span_dot(
     task: u32,
     x4: u32,

@@ -207,8 +207,7 @@ impl Wgpu {
     ) -> Result<HalfMatrix, GpuError> {
         let (padded_rows, cols) = (rows.next_multiple_of(TILE), w.cols.next_multiple_of(DEPTH));
         let words = self.output(padded_rows, cols / 2)?;
-        // WGSL `SPAN`: elements per invocation.
-        let span = w.format.unit_elems().max(2);
+        let span = w.format.half_weights_span();
         self.record(
             Kernel::HalfWeights(w.format),
             &[
@@ -230,6 +229,48 @@ impl Wgpu {
             cols,
             words,
         })
+    }
+
+    /// Rows `first..first + rows` of weight part `part` as the f16 scratch matrix the cooperative
+    /// GEMM multiplies: the halves' bits, row by row, padded with zeros to whole tiles of rows and
+    /// columns. Builds the format's decoder if the device has no cooperative GEMM, so that the
+    /// decoders are tested where the GEMM cannot run (lavapipe).
+    pub fn half_weight_rows(
+        &mut self,
+        w: &GpuWeight,
+        part: usize,
+        first: usize,
+        rows: usize,
+    ) -> Result<Vec<Vec<u16>>, GpuError> {
+        let shape_error = |detail: String| GpuError::Shape {
+            op: "half_weight_rows",
+            detail,
+        };
+        let part = w
+            .parts
+            .get(part)
+            .ok_or_else(|| shape_error(format!("part {part} of a weight of {}", w.parts.len())))?;
+        if rows == 0 || rows > part.rows.saturating_sub(first) {
+            return Err(shape_error(format!(
+                "rows {first}..{} of a part of {}",
+                first.saturating_add(rows),
+                part.rows
+            )));
+        }
+        let kernel = Kernel::HalfWeights(w.format);
+        if self.pipelines.get(kernel).is_err() {
+            self.pipelines.add(&self.device, kernel)?;
+        }
+        let m = self.half_weights(w, part, first, rows)?;
+        let words = self.read_rows(&m.words, 0, m.rows)?;
+        let halves: Vec<u16> = words
+            .iter()
+            .flat_map(|w| {
+                let bits = w.to_bits();
+                [bits as u16, (bits >> 16) as u16]
+            })
+            .collect();
+        Ok(halves.chunks_exact(m.cols).map(<[u16]>::to_vec).collect())
     }
 
     /// Runs one GEMM on both kernels, at sizes that cross tile edges and weight parts, and

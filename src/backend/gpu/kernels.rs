@@ -51,6 +51,7 @@ const QUANTIZE_QUAD: SourceFile = wgsl!("lib/quantize_quad");
 const SMALL_INTS: SourceFile = wgsl!("lib/small_ints");
 const Q4_K_SPAN_FACTORS: SourceFile = wgsl!("lib/q4_k_span_factors");
 const Q6_K_SPAN: SourceFile = wgsl!("lib/q6_k_span");
+const NIBBLES: SourceFile = wgsl!("lib/nibbles");
 const GEMV_ROWS_DOT: SourceFile = wgsl!("lib/gemv_rows_dot");
 const SOFTPLUS: SourceFile = wgsl!("lib/softplus");
 const ROPE_ANGLE: SourceFile = wgsl!("lib/rope_angle");
@@ -137,6 +138,40 @@ impl WeightFormat {
         }
     }
 
+    /// Elements each invocation of its f16 scratch decoder ([`Kernel::HalfWeights`]) writes:
+    /// Q4_K's and Q6_K's read whole 16-byte pieces of a super-block, the others a unit.
+    pub fn half_weights_span(self) -> usize {
+        match self {
+            WeightFormat::Q4_K => 32,
+            WeightFormat::Q6_K => 64,
+            _ => self.unit_elems().max(2),
+        }
+    }
+
+    /// The f16 scratch decoder and the preludes it needs, in order.
+    fn half_weights(self) -> Vec<SourceFile> {
+        match self {
+            WeightFormat::Q4_K => vec![
+                SMALL_INTS,
+                Q4_K_SPAN_FACTORS,
+                NIBBLES,
+                wgsl!("kernels/half_weights_q4_k"),
+            ],
+            WeightFormat::Q6_K => vec![
+                WORDS,
+                SMALL_INTS,
+                Q6_K_SPAN,
+                NIBBLES,
+                wgsl!("kernels/half_weights_q6_k"),
+            ],
+            _ => {
+                let mut files = self.decoder();
+                files.push(wgsl!("kernels/half_weights"));
+                files
+            }
+        }
+    }
+
     /// Columns per span of this format's fast GEMV (WGSL `SPAN`), if it has one; it then takes
     /// `cols / span` spans per row.
     pub fn gemv_span(self) -> Option<usize> {
@@ -150,8 +185,19 @@ impl WeightFormat {
     fn gemv_spans(self) -> Vec<SourceFile> {
         match self {
             WeightFormat::Q8_0 => vec![WORDS, wgsl!("lib/gemv_q8_0")],
-            WeightFormat::Q4_K => vec![SMALL_INTS, Q4_K_SPAN_FACTORS, wgsl!("lib/gemv_q4_k")],
-            WeightFormat::Q6_K => vec![WORDS, SMALL_INTS, Q6_K_SPAN, wgsl!("lib/gemv_q6_k")],
+            WeightFormat::Q4_K => vec![
+                SMALL_INTS,
+                Q4_K_SPAN_FACTORS,
+                NIBBLES,
+                wgsl!("lib/gemv_q4_k"),
+            ],
+            WeightFormat::Q6_K => vec![
+                WORDS,
+                SMALL_INTS,
+                Q6_K_SPAN,
+                NIBBLES,
+                wgsl!("lib/gemv_q6_k"),
+            ],
             _ => Vec::new(),
         }
     }
@@ -451,8 +497,8 @@ impl Kernel {
                 files.push(wgsl!("kernels/gemm"));
             }
             Kernel::HalfWeights(format) => {
-                files.extend(format.decoder());
-                files.push(wgsl!("kernels/half_weights"));
+                files.push(wgsl!("lib/half_scratch"));
+                files.extend(format.half_weights());
             }
             Kernel::HalfActivations => files.push(wgsl!("kernels/half_activations")),
             Kernel::GemmCoop => files.push(wgsl!("kernels/gemm_coop")),
