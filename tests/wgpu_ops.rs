@@ -61,18 +61,6 @@ fn per_head_attention_gpu() -> &'static Wgpu {
     })
 }
 
-/// The GPU with decode attention's keys a row per invocation (`--strided-key-attention`).
-fn strided_key_attention_gpu() -> &'static Wgpu {
-    static STRIDED: OnceLock<Wgpu> = OnceLock::new();
-    STRIDED.get_or_init(|| {
-        Wgpu::with_options(&GpuOptions {
-            strided_key_attention: true,
-            ..GpuOptions::default()
-        })
-        .expect("the adapter opened once already")
-    })
-}
-
 /// xorshift64*: reproducible inputs without a dependency.
 struct Rng(u64);
 
@@ -655,11 +643,9 @@ fn attention_prefill_then_decode() {
 /// One decode step over caches of awkward depths: by query head up to 1024 rows, by kv head in
 /// splits of the cache merged from 1025 on; GQA 6:1 and 1:1 at head dims 256, 128 and 64, a group of 16 (more
 /// query heads than one workgroup serves) at an odd head dim, and a cache long enough for
-/// splits of more than one tile of rows (eight kv heads at 20300 rows: splits of 320), and 4099
-/// rows (a last split and tile of a few rows); with and without subgroups (a key row's partial
-/// dots summed by shuffles, or through workgroup memory), with key rows one an invocation
-/// (`--strided-key-attention`), and by query head (`--per-head-attention`). The step's k and v
-/// must land in the cache.
+/// splits of more than one tile of rows (eight kv heads at 20300 rows: splits of 320); with and
+/// without subgroups, and by query head (`--per-head-attention`). The step's k and v must land
+/// in the cache.
 #[test]
 fn decode_attention_at_awkward_depths() {
     let Some(gpu) = gpu() else { return };
@@ -667,7 +653,6 @@ fn decode_attention_at_awkward_depths() {
     let devices = [
         (gpu, "default"),
         (plain_gpu(), "default, without subgroups"),
-        (strided_key_attention_gpu(), "key rows one an invocation"),
         (per_head_attention_gpu(), "by query head"),
     ];
     let shapes = [
@@ -682,7 +667,7 @@ fn decode_attention_at_awkward_depths() {
     let cases = shapes
         .into_iter()
         .flat_map(|shape| [1, 7, 129, 257, 1024, 1025, 2100].map(|depth| (shape, depth)))
-        .chain([((8, 8, 64), 20_300), ((6, 1, 256), 4099)]);
+        .chain([((8, 8, 64), 20_300)]);
     for (shape, depth) in cases {
         let (n_head, n_kv_head, head_dim) = shape;
         let kv_cols = n_kv_head * head_dim;

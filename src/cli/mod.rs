@@ -134,10 +134,6 @@ pub struct GpuArgs {
     /// attention's output quantized in a pass of its own (to compare).
     #[arg(long)]
     pub unfused_decode: bool,
-    /// Decode attention past 1024 cached rows with a key row per invocation, its loads a row
-    /// apart (to compare).
-    #[arg(long)]
-    pub strided_key_attention: bool,
 }
 
 /// The bundled default model, found where this program was built from.
@@ -164,7 +160,6 @@ impl GpuArgs {
             all_shader_checks: self.all_shader_checks,
             per_head_attention: self.per_head_attention,
             unfused_decode: self.unfused_decode,
-            strided_key_attention: self.strided_key_attention,
             ..GpuOptions::default()
         }
     }

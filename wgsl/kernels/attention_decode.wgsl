@@ -5,13 +5,12 @@
 // attention_combine.wgsl to merge (and gate). Short caches take the per-head kernels
 // (attention_blocks.wgsl): a workgroup per kv head is too few workgroups to fill a GPU there.
 //
-// The split is walked in tiles of TILE rows with an online softmax. Scores: every head's q is
-// held in workgroup memory, and key_scores (lib/decode_key_scores_*.wgsl: by parts of
-// invocations per key row, loads coalesced, summed by subgroup operations or through
-// workgroup memory; or a row per invocation, to compare) gives invocation r row r's. Values:
-// invocation i owns vec4 i % lanes of the head and rows i / lanes, i / lanes + row_groups, …
-// of the tile, so that each value row is one coalesced load; the row groups' sums are added at
-// the end.
+// The split is walked in tiles of TILE rows with an online softmax. Scores: invocation r dots
+// row r of the tile with every head's q, held in workgroup memory (all invocations read the
+// same word: a broadcast), so a score needs no reduction across invocations, and a tile's keys
+// are all in flight at once. Values: invocation i owns vec4 i % lanes of the head and rows
+// i / lanes, i / lanes + row_groups, … of the tile, so that each value row is one coalesced
+// load; the row groups' sums are added at the end.
 
 struct Params {
     n_head: u32,
@@ -54,9 +53,8 @@ var<workgroup> by_head: array<f32, HEADS * TILE>;
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
-    key_lane: KeyLane,
+    @builtin(local_invocation_index) lid: u32,
 ) {
-    let lid = key_lane.lid;
     let id = workgroup_index(wid, nwg);
     let group = p.n_head / p.n_kv_head;
     let runs = (group + HEADS - 1u) / HEADS;
@@ -99,7 +97,27 @@ fn main(
     }
     for (var tile = first; tile < end; tile += TILE) {
         let len = min(TILE, end - tile);
-        var scores = key_scores(tile, len, heads, lanes, kv_base, key_lane);
+        var scores: array<f32, HEADS>;
+        for (var h = 0u; h < HEADS; h++) {
+            scores[h] = 0.0;
+        }
+        if (lid < len) {
+            for (var l = 0u; l < lanes; l += UNROLL) {
+                var keys: array<vec4<f32>, UNROLL>;
+                for (var u = 0u; u < UNROLL; u++) {
+                    keys[u] = key_at(tile + lid, kv_base + min(l + u, lanes - 1u));
+                }
+                for (var u = 0u; u < UNROLL; u++) {
+                    if (l + u < lanes) {
+                        for (var h = 0u; h < HEADS; h++) {
+                            if (h < heads) {
+                                scores[h] += dot(q_heads[h * MAX_LANES + l + u], keys[u]);
+                            }
+                        }
+                    }
+                }
+            }
+        }
         for (var h = 0u; h < HEADS; h++) {
             scores[h] = select(NEG_HUGE, scores[h] * p.scale, lid < len);
             by_head[h * TILE + lid] = scores[h];

@@ -40,8 +40,8 @@ pub const GEMV_SHARED_PART: usize = 32;
 pub const GEMV_WORKGROUP_ROWS: usize = GEMV_ROWS * GEMV_PARTS;
 /// Invocations per workgroup of the kernels that do not set their own (WGSL `WG`).
 pub const DEFAULT_WG: usize = 64;
-/// Invocations per workgroup of decode attention ([`Kernel::AttentionDecode`]): a tile of 256
-/// cached rows, one each for the softmax.
+/// Invocations per workgroup of decode attention ([`Kernel::AttentionDecode`]), one cache row
+/// each at a time: 256 cached rows are one round of key loads.
 pub const ATTENTION_DECODE_WG: usize = 256;
 /// Invocations per workgroup of the one-dispatch delta-net decode (gated_delta_net_decode.wgsl).
 pub const GATED_DELTA_NET_WG: usize = 256;
@@ -263,11 +263,7 @@ pub enum Kernel {
     Attention,
     /// Attention of one query row, each kv head's cache rows read once for its GQA group's
     /// query heads: one dispatch, or splits of the cache merged by [`Kernel::AttentionCombine`].
-    /// A part of 8 invocations dots each key row, its loads coalesced.
     AttentionDecode,
-    /// [`Kernel::AttentionDecode`] with a key row per invocation
-    /// ([`super::GpuOptions::strided_key_attention`]).
-    AttentionDecodeStridedKeys,
     /// Attention of one query row by query head and block of cache rows
     /// ([`super::GpuOptions::per_head_attention`]), merged by [`Kernel::AttentionCombine`].
     AttentionBlocks,
@@ -341,7 +337,6 @@ impl Kernel {
             Kernel::QkNormRope,
             Kernel::Attention,
             Kernel::AttentionDecode,
-            Kernel::AttentionDecodeStridedKeys,
             Kernel::AttentionBlocks,
             Kernel::AttentionCombine,
             Kernel::AttentionPrefill,
@@ -400,7 +395,6 @@ impl Kernel {
             Kernel::QkNormRope => "qk_norm_rope".into(),
             Kernel::Attention
             | Kernel::AttentionDecode
-            | Kernel::AttentionDecodeStridedKeys
             | Kernel::AttentionBlocks
             | Kernel::AttentionCombine => "attention".into(),
             Kernel::AttentionPrefill | Kernel::AttentionPrefillCoop => "attention prefill".into(),
@@ -519,19 +513,8 @@ impl Kernel {
             Kernel::Rope => files.extend([ROPE_ANGLE, wgsl!("kernels/rope")]),
             Kernel::QkNormRope => files.extend([REDUCE, ROPE_ANGLE, wgsl!("kernels/qk_norm_rope")]),
             Kernel::Attention => files.extend([REDUCE, wgsl!("kernels/attention")]),
-            Kernel::AttentionDecode | Kernel::AttentionDecodeStridedKeys => {
-                files.push(DECODE_KV_ROWS);
-                if self == Kernel::AttentionDecodeStridedKeys {
-                    files.push(wgsl!("lib/decode_key_scores_strided"));
-                } else {
-                    files.push(wgsl!("lib/decode_key_row_parts"));
-                    files.push(if subgroups {
-                        wgsl!("lib/decode_key_scores_subgroup")
-                    } else {
-                        wgsl!("lib/decode_key_scores_shared")
-                    });
-                }
-                files.push(wgsl!("kernels/attention_decode"));
+            Kernel::AttentionDecode => {
+                files.extend([DECODE_KV_ROWS, wgsl!("kernels/attention_decode")]);
             }
             Kernel::AttentionBlocks => {
                 files.extend([REDUCE, DECODE_KV_ROWS, wgsl!("kernels/attention_blocks")]);
@@ -597,7 +580,7 @@ impl Kernel {
             Kernel::RmsNormQuantized => 128,
             // A chunk of 4096 logits is 16 a invocation (top_k_chunks.wgsl `PER`).
             Kernel::TopKChunks | Kernel::TopKDraw => 256,
-            Kernel::AttentionDecode | Kernel::AttentionDecodeStridedKeys => ATTENTION_DECODE_WG,
+            Kernel::AttentionDecode => ATTENTION_DECODE_WG,
             // A value head of 128 × 128 state floats at 64 an invocation.
             Kernel::GatedDeltaNetDecode => GATED_DELTA_NET_WG,
             _ => DEFAULT_WG,

@@ -76,8 +76,6 @@ pub struct Wgpu {
     per_head_attention: bool,
     /// A decode token's mixing in its op-by-op dispatches ([`GpuOptions::unfused_decode`]).
     unfused_decode: bool,
-    /// Decode attention's keys a row per invocation ([`GpuOptions::strided_key_attention`]).
-    strided_key_attention: bool,
     /// The MSL kernel set, when one is installed ([`Wgpu::with_msl`]).
     msl: Option<Arc<dyn MslLauncher>>,
     /// Rows per buffer of an uploaded weight at most, below what the binding limit allows
@@ -288,7 +286,6 @@ impl Wgpu {
             last_quantized: Mutex::new(None),
             per_head_attention: options.per_head_attention,
             unfused_decode: options.unfused_decode,
-            strided_key_attention: options.strided_key_attention,
             msl: None,
             max_weight_part_rows: usize::MAX,
         };

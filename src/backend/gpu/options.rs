@@ -35,9 +35,6 @@ pub struct GpuOptions {
     /// output quantized for the output projection in a pass of its own instead of in the
     /// attention's merge (to compare).
     pub unfused_decode: bool,
-    /// Decode attention past 1024 cached rows with a key row per invocation, loads a row apart
-    /// (else a part of 8 invocations per key row, its loads coalesced; to compare).
-    pub strided_key_attention: bool,
 }
 
 impl Default for GpuOptions {
@@ -52,7 +49,6 @@ impl Default for GpuOptions {
             subgroups: true,
             per_head_attention: false,
             unfused_decode: false,
-            strided_key_attention: false,
         }
     }
 }

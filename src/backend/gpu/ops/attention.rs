@@ -221,14 +221,9 @@ impl Wgpu {
             .div_ceil(DECODE_ATTENTION_WORKGROUPS)
             .next_multiple_of(DECODE_ATTENTION_SPLIT_STEP);
         let splits = rows.div_ceil(split_rows);
-        let kernel = if self.strided_key_attention {
-            Kernel::AttentionDecodeStridedKeys
-        } else {
-            Kernel::AttentionDecode
-        };
         self.decode_attention_in_splits(
             call,
-            kernel,
+            Kernel::AttentionDecode,
             &[split_rows as u32, splits as u32, shape.scale().to_bits()],
             splits,
             groups * splits,
