@@ -1631,7 +1631,7 @@ fn tiny_models_match_the_cpu_backend() {
 #[test]
 fn stats_count_decode_dispatches_and_profile_op_classes() {
     use qwen35::gguf::GgufFile;
-    use qwen35::model::{Config, Engine, LayerKind, Session};
+    use qwen35::model::{Config, Engine, Session};
     use std::sync::Arc;
 
     if gpu().is_none() {
@@ -1641,7 +1641,7 @@ fn stats_count_decode_dispatches_and_profile_op_classes() {
     let file = Arc::new(GgufFile::open(path).unwrap());
     let config = Config::from_gguf(&file).unwrap();
     let n_layer = config.n_layers();
-    let mut session = Session::new(Wgpu::new().unwrap(), &file, config.clone(), 32).unwrap();
+    let mut session = Session::new(Wgpu::new().unwrap(), &file, config, 32).unwrap();
     session.eval(&[1, 7, 42], false).unwrap();
     session.take_stats();
     session.eval(&[5], false).unwrap();
@@ -1668,7 +1668,7 @@ fn stats_count_decode_dispatches_and_profile_op_classes() {
         .map(|op| op.calls)
         .sum();
     assert_eq!(calls, profiled.dispatches, "{:?}", profiled.ops);
-    for class in ["matmul q4_K", "rms_norm", "gated_delta_net", "attention"] {
+    for class in ["matmul q4_K", "rms_norm", "delta_rule", "attention"] {
         let op = profiled.ops.iter().find(|op| op.class == class);
         assert!(
             op.is_some_and(|op| op.calls > 0 && op.bytes_read > 0),
@@ -1679,31 +1679,6 @@ fn stats_count_decode_dispatches_and_profile_op_classes() {
     let seconds: f64 = profiled.ops.iter().map(|op| op.seconds).sum();
     let _ = writeln!(std::io::stderr(), "profiled GPU time {seconds:.6} s");
     assert!(seconds.is_finite() && seconds >= 0.0);
-
-    // `--unfused-decode`: a delta-net layer's three dispatches instead of one, an attention
-    // layer's output quantized in a pass of its own (its heads of 64 are whole pairs of runs).
-    let unfused = Wgpu::with_options(&GpuOptions {
-        unfused_decode: true,
-        ..GpuOptions::default()
-    })
-    .unwrap();
-    let delta_nets = config
-        .layers
-        .iter()
-        .filter(|&&kind| kind == LayerKind::DeltaNet)
-        .count() as u64;
-    let attentions = n_layer as u64 - delta_nets;
-    assert_eq!(config.head_dim, 64);
-    let mut session = Session::new(unfused, &file, config, 32).unwrap();
-    session.eval(&[1, 7, 42], false).unwrap();
-    session.take_stats();
-    session.eval(&[5], false).unwrap();
-    let unfused = session.take_stats();
-    assert_eq!(
-        unfused.dispatches,
-        first.dispatches + 2 * delta_nets + attentions,
-        "{unfused:?}"
-    );
 }
 
 /// The fused Gated DeltaNet ops against the model's steps, op by op on the CPU backend:
@@ -1865,149 +1840,6 @@ fn fused_delta_net_ops_match_their_compositions() {
     );
 }
 
-/// The one-dispatch delta-net decode (`Backend::gated_delta_net`) against the model's steps on
-/// the CPU backend, with and without subgroups: a 3-row prompt (which it leaves to the steps),
-/// then decode tokens reading the conv and recurrent states the calls before them left; value
-/// heads sharing a key head (3:1, 4:1, 2:1), k_dim and v_dim 64 and 128. Each token's output is
-/// also projected through a Q4_K GEMV, which takes the kernel's quantization of it.
-#[test]
-fn fused_delta_net_decode_matches_its_steps() {
-    use qwen35::backend::cpu::{CpuBackend, CpuMode};
-    use qwen35::backend::{Backend, ConvQkvNorm, GatedDeltaNet};
-    use qwen35::model::forward::gated_delta_net_steps;
-    let Some(gpu) = gpu() else { return };
-    let cpu = CpuBackend::with_options(1, CpuMode::Exact).unwrap();
-    let mut rng = Rng::new(23);
-    let (taps, out_rows, ty) = (4, 37, GgmlType::Q4_K);
-    fn op<'a, T>(
-        [m, w, alpha, beta, ssm_a, dt_bias, z, norm]: [&'a T; 8],
-        shape: DeltaNetShape,
-    ) -> GatedDeltaNet<'a, T> {
-        GatedDeltaNet {
-            conv: ConvQkvNorm {
-                m,
-                w,
-                shape,
-                q_scale: 0.3,
-                eps: 1e-6,
-            },
-            alpha,
-            beta,
-            ssm_a,
-            dt_bias,
-            z,
-            norm,
-            norm_eps: 1e-5,
-        }
-    }
-    for (device, variant) in [(gpu, "subgroups"), (plain_gpu(), "no subgroups")] {
-        for (n_k_head, n_v_head, k_dim, v_dim) in
-            [(2, 6, 64, 128), (2, 8, 128, 64), (2, 4, 128, 128)]
-        {
-            let shape = DeltaNetShape {
-                n_k_head,
-                n_v_head,
-                k_dim,
-                v_dim,
-            };
-            let value_width = n_v_head * v_dim;
-            let channels = 2 * n_k_head * k_dim + value_width;
-            let both = |rows: usize, cols: usize, values: Vec<f32>| {
-                (
-                    device.upload(rows, cols, &values).unwrap(),
-                    cpu.upload(rows, cols, &values).unwrap(),
-                )
-            };
-            let conv_w = both(channels, taps, rng.vec(channels * taps));
-            let ssm_a = rng.vec(n_v_head).iter().map(|v| -v.abs() - 0.1).collect();
-            let ssm_a = both(1, n_v_head, ssm_a);
-            let dt_bias = both(1, n_v_head, rng.vec(n_v_head));
-            let norm = both(1, v_dim, rng.vec(v_dim));
-            let mut g_conv = device.zeros(taps - 1, channels).unwrap();
-            let mut c_conv = cpu.zeros(taps - 1, channels);
-            let mut g_state = device.zeros(n_v_head, k_dim * v_dim).unwrap();
-            let mut c_state = cpu.zeros(n_v_head, k_dim * v_dim);
-            let bytes = random_blocks(&mut rng, ty, out_rows * value_width);
-            let weight = device
-                .upload_weight("out", ty, out_rows, value_width, &bytes)
-                .unwrap();
-            for (call, rows) in [3, 1, 1, 1, 1].into_iter().enumerate() {
-                let scaled = |rng: &mut Rng, n: usize, by: f32| -> Vec<f32> {
-                    rng.vec(n).iter().map(|v| v * by).collect()
-                };
-                let m = both(rows, channels, scaled(&mut rng, rows * channels, 3.0));
-                let alpha = both(rows, n_v_head, scaled(&mut rng, rows * n_v_head, 4.0));
-                let beta = both(rows, n_v_head, scaled(&mut rng, rows * n_v_head, 4.0));
-                let z = both(rows, value_width, rng.vec(rows * value_width));
-                let g_op = op(
-                    [
-                        &m.0, &conv_w.0, &alpha.0, &beta.0, &ssm_a.0, &dt_bias.0, &z.0, &norm.0,
-                    ],
-                    shape,
-                );
-                let c_op = op(
-                    [
-                        &m.1, &conv_w.1, &alpha.1, &beta.1, &ssm_a.1, &dt_bias.1, &z.1, &norm.1,
-                    ],
-                    shape,
-                );
-                let want = gated_delta_net_steps(&cpu, &c_op, &mut c_conv, &mut c_state).unwrap();
-                let want = cpu.read_rows(&want, 0, rows);
-                let fused =
-                    Backend::gated_delta_net(device, &g_op, &mut g_conv, &mut g_state).unwrap();
-                let got = if rows == 1 {
-                    fused.expect("the GPU's one-dispatch decode")
-                } else {
-                    assert!(fused.is_none(), "{rows} rows are the steps' to run");
-                    gated_delta_net_steps(device, &g_op, &mut g_conv, &mut g_state).unwrap()
-                };
-                let what = format!(
-                    "{variant}, {n_k_head}×{k_dim} key and {n_v_head}×{v_dim} value channels, \
-                     call {call} ({rows} rows)"
-                );
-                assert_close(
-                    &format!("o, {what}"),
-                    &read_all(device, &got),
-                    &want,
-                    Numerics::F32Sums,
-                );
-                if rows > 1 {
-                    continue;
-                }
-                let acc = rng.vec(out_rows);
-                let acc_t = device.upload(1, out_rows, &acc).unwrap();
-                device.matmul_add(&got, &weight, &acc_t).unwrap();
-                let projected: Vec<f32> = bytes
-                    .chunks_exact(bytes.len() / out_rows)
-                    .zip(&acc)
-                    .map(|(row, a)| a + qwen35::quant::dot_row(ty, row, &want).unwrap())
-                    .collect();
-                assert_close(
-                    &format!("projection, {what}"),
-                    &read_all(device, &acc_t),
-                    &projected,
-                    Numerics::gemv(device, ty),
-                );
-            }
-            let what = format!("{variant}, {n_v_head}×{v_dim} value channels");
-            let want = cpu.read_rows(&c_conv, 0, taps - 1);
-            assert_close(
-                &format!("conv state, {what}"),
-                &read_all(device, &g_conv),
-                &want,
-                Numerics::Exact,
-            );
-            let want = cpu.read_rows(&c_state, 0, n_v_head);
-            assert_close(
-                &format!("recurrent state, {what}"),
-                &read_all(device, &g_state),
-                &want,
-                Numerics::F32Sums,
-            );
-        }
-    }
-}
-
 /// gated_attention (q/k norm and RoPE in one dispatch, the gate in the attention kernel) against
 /// the model's steps, op by op on the CPU backend, over a prefill, two decode steps, a second
 /// prefill and a decode step past one dispatch's rows.
@@ -2123,128 +1955,6 @@ fn fused_gated_attention_matches_its_composition() {
         &want,
         Numerics::F32,
     );
-}
-
-/// Gated decode attention over heads of 64 and 128 quantizes its output for the output
-/// projection in its merge: against the model's steps on the CPU backend after a prompt, by kv
-/// head and by query head, with and without subgroups, the output and its projection through
-/// a Q4_K integer GEMV.
-#[test]
-fn gated_decode_attention_projects_through_its_quantization() {
-    use qwen35::backend::cpu::{CpuBackend, CpuMode};
-    use qwen35::backend::{Backend, GatedAttention, KvCache, RopeShape};
-    use qwen35::model::forward::gated_attention_steps;
-    let Some(gpu) = gpu() else { return };
-    let cpu = CpuBackend::with_options(1, CpuMode::Exact).unwrap();
-    let mut rng = Rng::new(16);
-    let (out_rows, ty) = (37, GgmlType::Q4_K);
-    let rope = RopeShape {
-        dims: 32,
-        base: 10_000.0,
-    };
-    fn op<'a, T>(
-        [q_and_gate, k, v, q_norm, k_norm]: [&'a T; 5],
-        rope: RopeShape,
-        shape: AttentionShape,
-    ) -> GatedAttention<'a, T> {
-        GatedAttention {
-            q_and_gate,
-            k,
-            v,
-            q_norm,
-            k_norm,
-            eps: 1e-6,
-            rope,
-            shape,
-        }
-    }
-    let devices = [
-        (gpu, "subgroups"),
-        (plain_gpu(), "no subgroups"),
-        (per_head_attention_gpu(), "by query head"),
-    ];
-    for (device, variant) in devices {
-        for (n_head, head_dim) in [(4, 64), (6, 128)] {
-            let shape = AttentionShape {
-                n_head,
-                n_kv_head: 2,
-                head_dim,
-            };
-            let kv_cols = 2 * head_dim;
-            let width = n_head * head_dim;
-            let both = |rows: usize, cols: usize, values: Vec<f32>| {
-                (
-                    device.upload(rows, cols, &values).unwrap(),
-                    cpu.upload(rows, cols, &values).unwrap(),
-                )
-            };
-            let q_norm = both(1, head_dim, rng.vec(head_dim));
-            let k_norm = both(1, head_dim, rng.vec(head_dim));
-            let capacity = 32;
-            let (mut g_kc, mut g_vc) = (
-                device.zeros(capacity, kv_cols).unwrap(),
-                device.zeros(capacity, kv_cols).unwrap(),
-            );
-            let (mut c_kc, mut c_vc) = (cpu.zeros(capacity, kv_cols), cpu.zeros(capacity, kv_cols));
-            let bytes = random_blocks(&mut rng, ty, out_rows * width);
-            let weight = device
-                .upload_weight("output", ty, out_rows, width, &bytes)
-                .unwrap();
-            let mut pos0 = 0;
-            for rows in [20, 1, 1] {
-                let qg = both(rows, 2 * width, rng.vec(rows * 2 * width));
-                let k = both(rows, kv_cols, rng.vec(rows * kv_cols));
-                let v = both(rows, kv_cols, rng.vec(rows * kv_cols));
-                let got = Backend::gated_attention(
-                    device,
-                    &op([&qg.0, &k.0, &v.0, &q_norm.0, &k_norm.0], rope, shape),
-                    &mut KvCache {
-                        k: &mut g_kc,
-                        v: &mut g_vc,
-                        pos0,
-                    },
-                )
-                .unwrap()
-                .expect("the GPU's fused gated_attention");
-                let want = gated_attention_steps(
-                    &cpu,
-                    &op([&qg.1, &k.1, &v.1, &q_norm.1, &k_norm.1], rope, shape),
-                    &mut KvCache {
-                        k: &mut c_kc,
-                        v: &mut c_vc,
-                        pos0,
-                    },
-                )
-                .unwrap();
-                let want = cpu.read_rows(&want, 0, rows);
-                pos0 += rows;
-                if rows > 1 {
-                    continue;
-                }
-                let what = format!("{variant}, {n_head}×{head_dim}, at {pos0}");
-                let acc = rng.vec(out_rows);
-                let acc_t = device.upload(1, out_rows, &acc).unwrap();
-                device.matmul_add(&got, &weight, &acc_t).unwrap();
-                assert_close(
-                    &format!("attention, {what}"),
-                    &read_all(device, &got),
-                    &want,
-                    Numerics::F32Sums,
-                );
-                let projected: Vec<f32> = bytes
-                    .chunks_exact(bytes.len() / out_rows)
-                    .zip(&acc)
-                    .map(|(row, a)| a + qwen35::quant::dot_row(ty, row, &want).unwrap())
-                    .collect();
-                assert_close(
-                    &format!("projection, {what}"),
-                    &read_all(device, &acc_t),
-                    &projected,
-                    Numerics::gemv(device, ty),
-                );
-            }
-        }
-    }
 }
 
 #[test]

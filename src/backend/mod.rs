@@ -209,21 +209,6 @@ pub struct GatedDeltaRule<'a, T> {
     pub shape: DeltaNetShape,
 }
 
-/// The operands of a Gated DeltaNet from its projections to the output projection's input
-/// (§5.2–5.6), as the model runs them (`model::forward::gated_delta_net_steps`): the conv and
-/// split of m, the gate inputs and parameters of the delta rule, and the gated norm's z, weight
-/// (one per value dimension) and eps.
-pub struct GatedDeltaNet<'a, T> {
-    pub conv: ConvQkvNorm<'a, T>,
-    pub alpha: &'a T,
-    pub beta: &'a T,
-    pub ssm_a: &'a T,
-    pub dt_bias: &'a T,
-    pub z: &'a T,
-    pub norm: &'a T,
-    pub norm_eps: f32,
-}
-
 /// A copy of a tensor on its way to the host: [`Backend::start_read`] begins it and
 /// [`PendingRead::wait`] ends it, so that a backend can keep working in between.
 pub struct PendingRead(Box<dyn FnOnce() -> Vec<f32> + Send>);
@@ -500,19 +485,6 @@ pub trait Backend: Send + Sync {
         op: &GatedDeltaRule<'_, Self::Tensor>,
         state: &mut Self::Tensor,
     ) -> Result<Option<Self::Tensor>, BackendError>;
-    /// §5.2–5.6 (conv, split and norms, the gated delta rule, the gated norm) in fewer
-    /// dispatches than [`Backend::conv_qkv_norm`], [`Backend::gated_delta_rule`] and
-    /// [`Backend::gated_rms_norm`], where the backend has a kernel for these rows: the same
-    /// result, and `None` (nothing run, both states untouched) where it has not.
-    fn gated_delta_net(
-        &self,
-        op: &GatedDeltaNet<'_, Self::Tensor>,
-        conv_state: &mut Self::Tensor,
-        recurrent: &mut Self::Tensor,
-    ) -> Result<Option<Self::Tensor>, BackendError> {
-        let _ = (op, conv_state, recurrent);
-        Ok(None)
-    }
     /// Each group of `w.len()` columns: `x / sqrt(mean(x²) + eps) ⊙ w ⊙ silu(z)`.
     fn gated_rms_norm(
         &self,

@@ -130,10 +130,6 @@ pub struct GpuArgs {
     /// (to compare; by default only caches of up to 1024 rows).
     #[arg(long)]
     pub per_head_attention: bool,
-    /// A decode token's Gated DeltaNet in three dispatches a layer instead of one, and the
-    /// attention's output quantized in a pass of its own (to compare).
-    #[arg(long)]
-    pub unfused_decode: bool,
 }
 
 /// The bundled default model, found where this program was built from.
@@ -159,7 +155,6 @@ impl GpuArgs {
             cooperative_attention: !self.no_cooperative_attention,
             all_shader_checks: self.all_shader_checks,
             per_head_attention: self.per_head_attention,
-            unfused_decode: self.unfused_decode,
             ..GpuOptions::default()
         }
     }

@@ -7,7 +7,7 @@ use super::weights::{Attention, DeltaNet, Mixer, Weights};
 use super::ModelError;
 use crate::backend::{
     AttentionShape, Backend, BackendError, ConvQkvNorm, DeltaNetShape, DeltaRule, GatedAttention,
-    GatedDeltaNet, GatedDeltaRule, KvCache, Qkv, RopeShape,
+    GatedDeltaRule, KvCache, Qkv, RopeShape,
 };
 
 /// The tokens a forward consumes: ids from the host, or ids already on the backend (one per row,
@@ -198,54 +198,31 @@ fn delta_net<B: Backend>(
     };
     // 5.1 Projections: m = q|k|v (through the conv), z, β and α inputs (not).
     let [m, z, beta, alpha] = u.project(b, [&d.qkv, &d.gate, &d.beta, &d.alpha])?;
-    let op = GatedDeltaNet {
-        conv: ConvQkvNorm {
-            m: &m,
-            w: &d.conv,
-            shape,
-            q_scale: 1.0 / (cfg.ssm_k_dim as f32).sqrt(),
-            eps,
-        },
+    let conv = ConvQkvNorm {
+        m: &m,
+        w: &d.conv,
+        shape,
+        q_scale: 1.0 / (cfg.ssm_k_dim as f32).sqrt(),
+        eps,
+    };
+    let qkv = match b.conv_qkv_norm(&conv, conv_state)? {
+        Some(qkv) => qkv,
+        None => conv_qkv_norm_steps(b, &conv, conv_state)?,
+    };
+    let rule = GatedDeltaRule {
+        qkv: &qkv,
         alpha: &alpha,
         beta: &beta,
         ssm_a: &d.ssm_a,
         dt_bias: &d.dt_bias,
-        z: &z,
-        norm: &d.norm,
-        norm_eps: eps,
-    };
-    Ok(match b.gated_delta_net(&op, conv_state, recurrent)? {
-        Some(o) => o,
-        None => gated_delta_net_steps(b, &op, conv_state, recurrent)?,
-    })
-}
-
-/// §5.2–5.6 a step or two at a time: 5.2–5.3 the conv and split, 5.4 the gated delta rule,
-/// 5.6 the gated RMS norm per value head with silu(z). [`Backend::gated_delta_net`] computes
-/// the same in fewer dispatches where a backend has the kernel.
-pub fn gated_delta_net_steps<B: Backend>(
-    b: &B,
-    op: &GatedDeltaNet<'_, B::Tensor>,
-    conv_state: &mut B::Tensor,
-    recurrent: &mut B::Tensor,
-) -> Result<B::Tensor, BackendError> {
-    let qkv = match b.conv_qkv_norm(&op.conv, conv_state)? {
-        Some(qkv) => qkv,
-        None => conv_qkv_norm_steps(b, &op.conv, conv_state)?,
-    };
-    let rule = GatedDeltaRule {
-        qkv: &qkv,
-        alpha: op.alpha,
-        beta: op.beta,
-        ssm_a: op.ssm_a,
-        dt_bias: op.dt_bias,
-        shape: op.conv.shape,
+        shape,
     };
     let o = match b.gated_delta_rule(&rule, recurrent)? {
         Some(o) => o,
         None => gated_delta_rule_steps(b, &rule, recurrent)?,
     };
-    b.gated_rms_norm(&o, op.z, op.norm, op.norm_eps)
+    // 5.6 Gated RMS norm per value head with silu(z).
+    Ok(b.gated_rms_norm(&o, &z, &d.norm, eps)?)
 }
 
 /// §5.2 Causal depthwise conv + SiLU over the raw m of the previous tokens (kept in `state`);

@@ -10,8 +10,7 @@ use super::msl_ops::{self, Dispatch, MslDevice, MslLauncher, WeightLayout, Weigh
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::{
     rms_norm_matmul_each, sample_on_host, AttentionShape, Backend, BackendError, BackendStats,
-    ConvQkvNorm, DeltaRule, GatedAttention, GatedDeltaNet, GatedDeltaRule, KvCache, PendingRead,
-    Qkv,
+    ConvQkvNorm, DeltaRule, GatedAttention, GatedDeltaRule, KvCache, PendingRead, Qkv,
 };
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::sample::Draw;
@@ -260,16 +259,6 @@ impl Backend for Wgpu {
         Wgpu::rms_norm_matmuls(self, x, norm, eps, &ws)
             .map(crate::backend::one_per_weight)
             .map_err(|e| e.into_backend("rms_norm_matmuls"))
-    }
-
-    fn gated_delta_net(
-        &self,
-        op: &GatedDeltaNet<'_, GpuTensor>,
-        conv_state: &mut GpuTensor,
-        recurrent: &mut GpuTensor,
-    ) -> Result<Option<GpuTensor>, BackendError> {
-        Wgpu::gated_delta_net(self, op, conv_state, recurrent)
-            .map_err(|e| e.into_backend("gated_delta_net"))
     }
 
     routed! {

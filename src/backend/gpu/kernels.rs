@@ -43,8 +43,6 @@ pub const DEFAULT_WG: usize = 64;
 /// Invocations per workgroup of decode attention ([`Kernel::AttentionDecode`]), one cache row
 /// each at a time: 256 cached rows are one round of key loads.
 pub const ATTENTION_DECODE_WG: usize = 256;
-/// Invocations per workgroup of the one-dispatch delta-net decode (gated_delta_net_decode.wgsl).
-pub const GATED_DELTA_NET_WG: usize = 256;
 
 const KQUANT_SCALES: SourceFile = wgsl!("lib/kquant_scales");
 const QUANTIZE_QUAD: SourceFile = wgsl!("lib/quantize_quad");
@@ -286,9 +284,6 @@ pub enum Kernel {
     TopKDraw,
     DeltaNetGates,
     DeltaRule,
-    /// One decode token of the Gated DeltaNet from its projections to the output projection's
-    /// input: conv, q/k/v norms, gates, the delta rule and the gated norm.
-    GatedDeltaNetDecode,
     /// The key-side factors of every chunk of the chunked delta rule.
     DeltaRuleChunkFactors,
     /// The chunked delta rule over the factors, carrying the state.
@@ -350,7 +345,6 @@ impl Kernel {
             Kernel::TopKDraw,
             Kernel::DeltaNetGates,
             Kernel::DeltaRule,
-            Kernel::GatedDeltaNetDecode,
             Kernel::DeltaRuleChunkFactors,
             Kernel::DeltaRuleChunked,
             Kernel::DeltaRuleChunkedCoop,
@@ -407,7 +401,6 @@ impl Kernel {
             }
             Kernel::DeltaNetGates => "delta_net_gates".into(),
             Kernel::DeltaRule => "delta_rule".into(),
-            Kernel::GatedDeltaNetDecode => "gated_delta_net".into(),
             Kernel::DeltaRuleChunkFactors => "delta_rule chunk factors".into(),
             Kernel::DeltaRuleChunked | Kernel::DeltaRuleChunkedCoop => "delta_rule chunked".into(),
         }
@@ -519,9 +512,7 @@ impl Kernel {
             Kernel::AttentionBlocks => {
                 files.extend([REDUCE, DECODE_KV_ROWS, wgsl!("kernels/attention_blocks")]);
             }
-            Kernel::AttentionCombine => {
-                files.extend([QUANTIZE_QUAD, wgsl!("kernels/attention_combine")]);
-            }
+            Kernel::AttentionCombine => files.push(wgsl!("kernels/attention_combine")),
             Kernel::Conv1dSilu => files.push(wgsl!("kernels/conv1d_silu")),
             Kernel::ConvQkvNorm => files.extend([REDUCE, wgsl!("kernels/conv_qkv_norm")]),
             Kernel::Argmax => files.push(wgsl!("kernels/argmax")),
@@ -534,12 +525,6 @@ impl Kernel {
             }
             Kernel::DeltaNetGates => files.extend([SOFTPLUS, wgsl!("kernels/delta_net_gates")]),
             Kernel::DeltaRule => files.extend([SOFTPLUS, wgsl!("kernels/delta_rule")]),
-            Kernel::GatedDeltaNetDecode => files.extend([
-                REDUCE,
-                SOFTPLUS,
-                QUANTIZE_QUAD,
-                wgsl!("kernels/gated_delta_net_decode"),
-            ]),
             Kernel::AttentionPrefill => files.push(wgsl!("kernels/attention_prefill")),
             Kernel::AttentionPrefillHalves => files.push(wgsl!("kernels/attention_prefill_halves")),
             Kernel::AttentionPrefillCoop => files.push(wgsl!("kernels/attention_prefill_coop")),
@@ -581,8 +566,6 @@ impl Kernel {
             // A chunk of 4096 logits is 16 a invocation (top_k_chunks.wgsl `PER`).
             Kernel::TopKChunks | Kernel::TopKDraw => 256,
             Kernel::AttentionDecode => ATTENTION_DECODE_WG,
-            // A value head of 128 × 128 state floats at 64 an invocation.
-            Kernel::GatedDeltaNetDecode => GATED_DELTA_NET_WG,
             _ => DEFAULT_WG,
         }
     }

@@ -74,8 +74,6 @@ pub struct Wgpu {
     last_quantized: Mutex<Option<ops::LastQuantized>>,
     /// Decode attention by query head ([`GpuOptions::per_head_attention`]).
     per_head_attention: bool,
-    /// A decode token's mixing in its op-by-op dispatches ([`GpuOptions::unfused_decode`]).
-    unfused_decode: bool,
     /// The MSL kernel set, when one is installed ([`Wgpu::with_msl`]).
     msl: Option<Arc<dyn MslLauncher>>,
     /// Rows per buffer of an uploaded weight at most, below what the binding limit allows
@@ -285,7 +283,6 @@ impl Wgpu {
             integer_gemv: options.integer_gemv,
             last_quantized: Mutex::new(None),
             per_head_attention: options.per_head_attention,
-            unfused_decode: options.unfused_decode,
             msl: None,
             max_weight_part_rows: usize::MAX,
         };

@@ -2,13 +2,13 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use super::kernels::{Kernel, WeightFormat, DEFAULT_WG, GATED_DELTA_NET_WG, GEMV_WORKGROUP_ROWS};
+use super::kernels::{Kernel, WeightFormat, DEFAULT_WG, GEMV_WORKGROUP_ROWS};
 use super::recorder::{Binding, KernelDispatch};
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::checks;
 use crate::backend::{
     AttentionCall, AttentionShape, ConvQkvNorm, DeltaNetShape, DeltaRule, DeltaRuleGates,
-    GatedAttention, GatedDeltaNet, GatedDeltaRule, KvCache, Qkv,
+    GatedAttention, GatedDeltaRule, KvCache, Qkv,
 };
 
 mod attention;
@@ -29,8 +29,6 @@ const ARGMAX_CHUNK: usize = 4096;
 const CONV_QKV_CHANNELS_PER_INVOCATION: usize = 4;
 /// Rows of a prompt per workgroup of conv_qkv_norm.wgsl.
 const CONV_QKV_ROWS_PER_GROUP: usize = 16;
-/// State rows one invocation of the one-dispatch delta-net decode holds (WGSL `KEYS`).
-const GATED_DELTA_NET_KEYS: usize = 64;
 /// State columns per workgroup of the delta-rule kernel (WGSL `COLS`).
 const DELTA_RULE_COLS: usize = 16;
 /// Query rows from which attention runs by blocks of tokens (attention_prefill.rs) instead of
@@ -173,26 +171,6 @@ impl Wgpu {
             workgroups,
             bytes_read,
         })
-    }
-
-    /// The buffer a kernel writes the quantization of `out` into beside `out` (where it
-    /// `quantizes`; else one word for it to bind, unwritten).
-    fn quantized_output(&self, out: &GpuTensor, quantizes: bool) -> Result<GpuTensor, GpuError> {
-        if !quantizes {
-            return self.output(1, 1);
-        }
-        self.output(out.rows, out.cols / QUANTIZED_PAIR * QUANTIZED_PAIR_WORDS)
-    }
-
-    /// Keeps `quantized`, which the kernel just recorded wrote beside `out`, for the integer
-    /// GEMVs of `out` that come next.
-    fn remember_quantized(&self, out: &GpuTensor, quantized: GpuTensor) -> Result<(), GpuError> {
-        *lock(&self.last_quantized)? = Some(Reusable {
-            key: (out.buffer.clone(), None, out.dims()),
-            value: quantized,
-            work_after: self.recorder.work_recorded()?,
-        });
-        Ok(())
     }
 
     /// Records `dispatch` after the work recorded so far.

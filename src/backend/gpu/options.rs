@@ -30,11 +30,6 @@ pub struct GpuOptions {
     /// reading its kv head's rows again (else so only up to 1024 cached rows, and past them one
     /// pass over each kv head's rows for its GQA group; to compare).
     pub per_head_attention: bool,
-    /// A decode token's Gated DeltaNet in its op-by-op kernels (conv_qkv_norm, the delta rule,
-    /// the gated norm: three dispatches a layer) instead of one, and its gated attention's
-    /// output quantized for the output projection in a pass of its own instead of in the
-    /// attention's merge (to compare).
-    pub unfused_decode: bool,
 }
 
 impl Default for GpuOptions {
@@ -48,7 +43,6 @@ impl Default for GpuOptions {
             all_shader_checks: false,
             subgroups: true,
             per_head_attention: false,
-            unfused_decode: false,
         }
     }
 }

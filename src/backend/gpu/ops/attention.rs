@@ -281,9 +281,7 @@ impl Wgpu {
     }
 
     /// The per-head results of `blocks` blocks of cache rows merged into one softmax, gated if
-    /// `call.gate` is given, and then also quantized for the output projection's integer GEMV
-    /// (as [`Wgpu::gated_rms_norm`] leaves the delta net's output) where the heads are whole
-    /// pairs of runs, unless decode is unfused ([`super::super::GpuOptions::unfused_decode`]).
+    /// `call.gate` is given.
     fn combine_attention(
         &self,
         partial: &GpuTensor,
@@ -294,11 +292,6 @@ impl Wgpu {
             n_head, head_dim, ..
         } = call.shape;
         let out = self.output(1, call.q.cols)?;
-        let quantize = call.gate.is_some()
-            && self.integer_gemv
-            && !self.unfused_decode
-            && head_dim.is_multiple_of(QUANTIZED_PAIR);
-        let quantized = self.quantized_output(&out, quantize)?;
         self.record(
             Kernel::AttentionCombine,
             &[
@@ -306,20 +299,15 @@ impl Wgpu {
                 head_dim as u32,
                 blocks as u32,
                 call.gate.is_some() as u32,
-                quantize as u32,
             ],
             &[
                 &partial.buffer,
                 &call.gate.unwrap_or(call.q).buffer,
                 &out.buffer,
-                &quantized.buffer,
             ],
             n_head,
             f32_bytes(&[partial]),
         )?;
-        if quantize {
-            self.remember_quantized(&out, quantized)?;
-        }
         Ok(out)
     }
 }

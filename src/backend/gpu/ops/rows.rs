@@ -75,7 +75,7 @@ impl Wgpu {
             self.record(Kernel::RmsNorm, &params, &buffers, groups, bytes_read)?;
             return Ok(out);
         }
-        let quantized = self.quantized_output(&out, true)?;
+        let quantized = self.output(x.rows, x.cols / QUANTIZED_PAIR * QUANTIZED_PAIR_WORDS)?;
         buffers.push(&quantized.buffer);
         // A workgroup per chunk of four values per invocation (rms_norm_quantized.wgsl).
         let chunks = w
@@ -88,7 +88,11 @@ impl Wgpu {
             groups * chunks,
             bytes_read,
         )?;
-        self.remember_quantized(&out, quantized)?;
+        *lock(&self.last_quantized)? = Some(Reusable {
+            key: (out.buffer.clone(), None, out.dims()),
+            value: quantized,
+            work_after: self.recorder.work_recorded()?,
+        });
         Ok(out)
     }
 
