@@ -116,7 +116,7 @@ impl TextConfig {
             .unwrap_or(false);
         config.recurrent = config.layer_kinds()?;
         config.rope = config.rope_parameters();
-        if config.ssm_k_heads == 0 || config.ssm_v_heads % config.ssm_k_heads != 0 {
+        if config.ssm_k_heads == 0 || !config.ssm_v_heads.is_multiple_of(config.ssm_k_heads) {
             return Err(config.bad(format!(
                 "linear_num_value_heads {} is not a multiple of linear_num_key_heads {}",
                 config.ssm_v_heads, config.ssm_k_heads

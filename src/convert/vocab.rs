@@ -330,7 +330,7 @@ fn special_tokens(
 fn chat_template(
     dir: &Path,
     tokenizer_config: &Map<String, Value>,
-    config_path: &PathBuf,
+    config_path: &Path,
 ) -> Result<Option<String>, ConvertError> {
     let unsupported = |path: PathBuf| ConvertError::BadJson {
         path,
@@ -344,7 +344,7 @@ fn chat_template(
     match tokenizer_config.get("chat_template") {
         Some(Value::String(s)) => return Ok(Some(s.clone())),
         Some(Value::Null) | None => {}
-        Some(_) => return Err(unsupported(config_path.clone())),
+        Some(_) => return Err(unsupported(config_path.to_path_buf())),
     }
     let jinja = dir.join("chat_template.jinja");
     if jinja.is_file() {

@@ -126,8 +126,8 @@ impl ReasoningSplitter {
             match self.phase {
                 Phase::Start => {
                     let trimmed = self.pending.trim_start_matches('\n');
-                    if trimmed.starts_with(THINK) {
-                        self.pending = trimmed[THINK.len()..].to_owned();
+                    if let Some(thought) = trimmed.strip_prefix(THINK) {
+                        self.pending = thought.to_owned();
                         self.phase = Phase::Reasoning;
                     } else if THINK.starts_with(trimmed) {
                         return out;
