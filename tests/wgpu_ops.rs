@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use half::{bf16, f16};
 use qwen35::backend::gpu::{
     GpuError, GpuOptions, GpuTensor, GpuWeight, WeightFormat, Wgpu, ATTENTION_PREFILL_MIN_ROWS,
-    DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS,
+    DELTA_RULE_PREFILL_MIN_ROWS, GEMM_MIN_ROWS,
 };
 use qwen35::backend::{AttentionShape, DeltaNetShape, DeltaRule, KvCache, Qkv};
 use qwen35::compare::{compare_elements, Tolerance};
@@ -146,7 +146,7 @@ impl Numerics {
 
     /// The delta rule over `rows` tokens at once on `device`.
     fn delta_rule(device: &Wgpu, rows: usize) -> Numerics {
-        if rows >= DELTA_RULE_CHUNK_MIN_ROWS && device.delta_rule_in_f16() {
+        if rows >= DELTA_RULE_PREFILL_MIN_ROWS && device.delta_rule_in_f16() {
             Numerics::F16DeltaRule
         } else {
             Numerics::F32Sums
@@ -982,22 +982,56 @@ fn delta_rule_against_reference() {
     }
 }
 
-/// Many rows take the chunked delta rule: against the same rows fed one per call (the token by
-/// token kernel) and the host recurrence, at lengths around the chunk of 64, k_dim and v_dim off
-/// the kernels' blocks, the state carried from call to call.
+/// The prefill kernels of the delta rule on this adapter, by name: the scan where its subgroups
+/// allow (else a SKIP line says so), the chunks in f32, and the chunks on cooperative matrices
+/// where the adapter has them.
+fn prefill_delta_rule_gpus(test: &str) -> Vec<(&'static str, &'static Wgpu)> {
+    let Some(gpu) = gpu() else { return vec![] };
+    let mut devices = vec![];
+    if gpu.delta_rule_scans() {
+        devices.push(("scan", gpu));
+    } else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIP: {test} by scan: the subgroups of {} do not fit it",
+            gpu.adapter_description()
+        );
+    }
+    devices.push(("chunked f32", chunked_delta_rule_gpu()));
+    let cooperative = cooperative_delta_rule_gpu();
+    if cooperative.delta_rule_in_f16() {
+        devices.push(("chunked cooperative", cooperative));
+    } else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIP: {test} by chunks on cooperative matrices: {} has none",
+            gpu.adapter_description()
+        );
+    }
+    devices
+}
+
+/// Many rows take a prefill kernel: against the same rows fed one per call (the token by token
+/// kernel) and the host recurrence, at lengths around the chunk of 64, k_dim and v_dim off the
+/// kernels' blocks and lanes, the state carried from call to call.
 #[test]
-fn chunked_delta_rule_matches_token_by_token() {
-    let Some(gpu) = gpu() else { return };
+fn prefill_delta_rule_matches_token_by_token() {
+    for (name, gpu) in prefill_delta_rule_gpus("prefill_delta_rule_matches_token_by_token") {
+        prefill_matches_token_by_token(name, gpu);
+    }
+}
+
+fn prefill_matches_token_by_token(name: &str, gpu: &Wgpu) {
     let mut rng = Rng::new(14);
-    let shape = (2, 6, 40, 70);
+    let shape = (2, 6, 42, 70);
     let (_, n_v_head, k_dim, v_dim) = shape;
     let chunked_state = gpu.zeros(n_v_head, k_dim * v_dim).unwrap();
     let token_state = gpu.zeros(n_v_head, k_dim * v_dim).unwrap();
     let mut s_ref = vec![0f32; n_v_head * k_dim * v_dim];
     // One row per call must take the token by token kernel.
-    const { assert!(DELTA_RULE_CHUNK_MIN_ROWS > 1) };
+    const { assert!(DELTA_RULE_PREFILL_MIN_ROWS > 1) };
     for (rows, decay) in [
-        (DELTA_RULE_CHUNK_MIN_ROWS, 1.0),
+        (DELTA_RULE_PREFILL_MIN_ROWS, 1.0),
         (64, 0.3),
         (130, 3.0),
         (65, 0.05),
@@ -1009,7 +1043,7 @@ fn chunked_delta_rule_matches_token_by_token() {
         let by_token: Vec<f32> = (0..rows)
             .flat_map(|t| gpu_delta_rule(gpu, &inputs, t..t + 1, &token_state, shape))
             .collect();
-        let what = format!("chunked delta_rule, {rows} rows");
+        let what = format!("{name} delta_rule, {rows} rows");
         let numerics = Numerics::delta_rule(gpu, rows);
         assert_close(
             &format!("{what} vs token by token"),
@@ -1029,12 +1063,25 @@ fn chunked_delta_rule_matches_token_by_token() {
     }
 }
 
+/// The adapter with a prefill's delta rule by chunks in f32 (`--chunked-delta-rule`).
+fn chunked_delta_rule_gpu() -> &'static Wgpu {
+    static CHUNKED: OnceLock<Wgpu> = OnceLock::new();
+    CHUNKED.get_or_init(|| {
+        Wgpu::with_options(&GpuOptions {
+            chunked_delta_rule: true,
+            ..GpuOptions::default()
+        })
+        .expect("the adapter opened once already")
+    })
+}
+
 /// The adapter with the chunked delta rule on cooperative matrices where it has them
-/// (`--cooperative-delta-rule`; off by default).
+/// (`--chunked-delta-rule --cooperative-delta-rule`; off by default).
 fn cooperative_delta_rule_gpu() -> &'static Wgpu {
     static COOPERATIVE: OnceLock<Wgpu> = OnceLock::new();
     COOPERATIVE.get_or_init(|| {
         Wgpu::with_options(&GpuOptions {
+            chunked_delta_rule: true,
             cooperative_delta_rule: true,
             ..GpuOptions::default()
         })
@@ -1043,27 +1090,15 @@ fn cooperative_delta_rule_gpu() -> &'static Wgpu {
 }
 
 /// The delta rule against the host recurrence over calls of 1, 7, 129 and 300 rows (off the
-/// chunk of 64; the first two take the token by token kernel and leave the chunked calls a
-/// state), with several heads, GQA 6:1, k_dim 64/128/256 and v_dim off the 16-column blocks: the
-/// chunked kernel in f32 and, where the adapter has them, on cooperative matrices (which hold k_dim
-/// up to 128; the f32 kernel takes 256 there too).
+/// chunk of 64; the first two take the token by token kernel and leave the prefill calls a
+/// state), with several heads, GQA 6:1, k_dim 64/128/256 and v_dim off the 16-column blocks, on
+/// every prefill kernel the adapter has: the scan and the chunks on cooperative matrices hold
+/// k_dim up to 128 (256 takes the f32 chunks there too).
 #[test]
-fn chunked_delta_rule_against_reference_at_awkward_sizes() {
-    let Some(gpu) = gpu() else { return };
-    let mut devices = vec![("f32", gpu)];
-    let cooperative = cooperative_delta_rule_gpu();
-    if cooperative.delta_rule_in_f16() {
-        devices.push(("cooperative", cooperative));
-    } else {
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIP: chunked_delta_rule_against_reference_at_awkward_sizes on cooperative \
-             matrices: {} has none (only the f32 kernel ran)",
-            gpu.adapter_description()
-        );
-    }
+fn prefill_delta_rule_against_reference_at_awkward_sizes() {
     let mut rng = Rng::new(18);
-    for (name, device) in devices {
+    let test = "prefill_delta_rule_against_reference_at_awkward_sizes";
+    for (name, device) in prefill_delta_rule_gpus(test) {
         for shape in [(1, 6, 128, 70), (2, 4, 64, 130), (2, 6, 256, 40)] {
             let (_, n_v_head, k_dim, v_dim) = shape;
             let state = device.zeros(n_v_head, k_dim * v_dim).unwrap();

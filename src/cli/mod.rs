@@ -120,6 +120,10 @@ pub struct GpuArgs {
     /// (to compare: not yet faster than the f32 kernel).
     #[arg(long)]
     pub cooperative_delta_rule: bool,
+    /// The delta rule of a prefill by chunks even where the GPU's subgroups allow one scan per
+    /// state column (to compare).
+    #[arg(long)]
+    pub chunked_delta_rule: bool,
     /// Prefill attention in f32 even where the GPU has cooperative matrices (to compare).
     #[arg(long)]
     pub no_cooperative_attention: bool,
@@ -152,6 +156,7 @@ impl GpuArgs {
             integer_gemv: !self.f32_gemv,
             cooperative_matrix: !self.no_cooperative_matrix,
             cooperative_delta_rule: self.cooperative_delta_rule,
+            chunked_delta_rule: self.chunked_delta_rule,
             cooperative_attention: !self.no_cooperative_attention,
             all_shader_checks: self.all_shader_checks,
             per_head_attention: self.per_head_attention,

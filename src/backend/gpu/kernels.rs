@@ -40,6 +40,14 @@ pub const GEMV_SHARED_PART: usize = 32;
 pub const GEMV_WORKGROUP_ROWS: usize = GEMV_ROWS * GEMV_PARTS;
 /// Invocations per workgroup of the kernels that do not set their own (WGSL `WG`).
 pub const DEFAULT_WG: usize = 64;
+/// Invocations per workgroup of the delta-rule scan ([`Kernel::DeltaRuleScan`]): 16 state
+/// columns, so that the 27B's 48 value heads are 384 workgroups.
+pub const DELTA_RULE_SCAN_WG: usize = 128;
+/// Invocations that share a state column in the delta-rule scan (WGSL `LANES`): the device's
+/// subgroup size must be a multiple of it.
+pub const DELTA_RULE_SCAN_LANES: usize = 8;
+/// Largest k_dim the delta-rule scan holds (WGSL `LANES · KEYS`), the Qwen3.5 models' own.
+pub const DELTA_RULE_SCAN_MAX_K_DIM: usize = 128;
 /// Invocations per workgroup of decode attention ([`Kernel::AttentionDecode`]), one cache row
 /// each at a time: 256 cached rows are one round of key loads.
 pub const ATTENTION_DECODE_WG: usize = 256;
@@ -290,6 +298,9 @@ pub enum Kernel {
     DeltaRuleChunked,
     /// [`Kernel::DeltaRuleChunked`] with its products on cooperative matrices (tensor cores).
     DeltaRuleChunkedCoop,
+    /// The delta rule over many tokens in one pass, each state column a scan across lanes of
+    /// a subgroup (built only where subgroups have a size it divides).
+    DeltaRuleScan,
 }
 
 impl Kernel {
@@ -348,6 +359,7 @@ impl Kernel {
             Kernel::DeltaRuleChunkFactors,
             Kernel::DeltaRuleChunked,
             Kernel::DeltaRuleChunkedCoop,
+            Kernel::DeltaRuleScan,
         ]);
         all
     }
@@ -403,6 +415,7 @@ impl Kernel {
             Kernel::DeltaRule => "delta_rule".into(),
             Kernel::DeltaRuleChunkFactors => "delta_rule chunk factors".into(),
             Kernel::DeltaRuleChunked | Kernel::DeltaRuleChunkedCoop => "delta_rule chunked".into(),
+            Kernel::DeltaRuleScan => "delta_rule scan".into(),
         }
     }
 
@@ -418,6 +431,12 @@ impl Kernel {
                     | Kernel::HalfWeights(_)
                     | Kernel::DeltaRuleChunkedCoop
             )
+    }
+
+    /// Whether this kernel exists only with subgroup operations (built apart, where the device
+    /// has subgroups of a size it takes).
+    pub fn needs_subgroups(self) -> bool {
+        self == Kernel::DeltaRuleScan
     }
 
     /// Whether this kernel belongs to the prefill attention on cooperative matrices (built
@@ -538,6 +557,7 @@ impl Kernel {
                     wgsl!("kernels/delta_rule_chunked_coop"),
                 ]);
             }
+            Kernel::DeltaRuleScan => files.extend([SOFTPLUS, wgsl!("kernels/delta_rule_scan")]),
         }
         files
     }
@@ -566,6 +586,7 @@ impl Kernel {
             // A chunk of 4096 logits is 16 a invocation (top_k_chunks.wgsl `PER`).
             Kernel::TopKChunks | Kernel::TopKDraw => 256,
             Kernel::AttentionDecode => ATTENTION_DECODE_WG,
+            Kernel::DeltaRuleScan => DELTA_RULE_SCAN_WG,
             _ => DEFAULT_WG,
         }
     }
@@ -632,6 +653,16 @@ pub fn kernel_sources() -> Vec<KernelSource> {
             });
             continue;
         }
+        if kernel.needs_subgroups() {
+            sources.push(KernelSource {
+                name: kernel.name(),
+                files: kernel.files(true).iter().map(|f| f.name).collect(),
+                source: kernel.source(true, GEMV_SHARED_PART),
+                subgroups: true,
+                cooperative_matrix: false,
+            });
+            continue;
+        }
         let plain: Vec<_> = kernel.files(false).iter().map(|f| f.name).collect();
         let with_subgroups: Vec<_> = kernel.files(true).iter().map(|f| f.name).collect();
         if with_subgroups != plain {
@@ -694,7 +725,7 @@ impl Pipelines {
             all_shader_checks,
         };
         for kernel in Kernel::all() {
-            if !kernel.needs_cooperative_matrix() {
+            if !kernel.needs_cooperative_matrix() && !kernel.needs_subgroups() {
                 pipelines.add(device, kernel)?;
             }
         }

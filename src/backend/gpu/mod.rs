@@ -30,12 +30,12 @@ pub use error::GpuError;
 pub use kernels::{kernel_sources, KernelSource, WeightFormat};
 pub use memory::{GpuTensor, GpuWeight};
 pub use msl_ops::MslLauncher;
-pub use ops::{ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_CHUNK_MIN_ROWS, GEMM_MIN_ROWS};
+pub use ops::{ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_PREFILL_MIN_ROWS, GEMM_MIN_ROWS};
 pub use options::GpuOptions;
 pub use sampling::MAX_TOP_K;
 
 pub(crate) use kernel_build::validated_pipeline;
-use kernels::Pipelines;
+use kernels::{Kernel, Pipelines};
 pub(crate) use program::Program;
 use recorder::{Binding, Recorder};
 
@@ -62,6 +62,9 @@ pub struct Wgpu {
     /// Whether the chunked delta rule runs on cooperative matrices
     /// ([`GpuOptions::cooperative_delta_rule`]).
     cooperative_delta_rule: bool,
+    /// Whether a prefill's delta rule runs as one scan per state column
+    /// ([`GpuOptions::chunked_delta_rule`] off, and subgroups the scan can use).
+    delta_rule_scan: bool,
     /// Whether prefill attention runs on cooperative matrices
     /// ([`GpuOptions::cooperative_attention`]).
     cooperative_attention: bool,
@@ -79,6 +82,26 @@ pub struct Wgpu {
     /// Rows per buffer of an uploaded weight at most, below what the binding limit allows
     /// ([`Wgpu::with_weight_parts`]).
     max_weight_part_rows: usize,
+}
+
+/// Whether `device` has subgroups whose every size the delta-rule scan divides into columns.
+fn scan_subgroups(device: &wgpu::Device, adapter: &wgpu::AdapterInfo) -> bool {
+    let lanes = kernels::DELTA_RULE_SCAN_LANES as u32;
+    device.features().contains(wgpu::Features::SUBGROUP)
+        && adapter.subgroup_min_size >= lanes
+        && adapter.subgroup_min_size.is_multiple_of(lanes)
+}
+
+/// Builds the delta-rule scan's pipeline; false (with the reason logged) if the device rejects
+/// it, and a prefill's delta rule then runs by chunks.
+fn add_delta_rule_scan(pipelines: &mut Pipelines, device: &wgpu::Device) -> bool {
+    match pipelines.add(device, Kernel::DeltaRuleScan) {
+        Ok(()) => true,
+        Err(e) => {
+            log::warn!("wgpu: the delta rule of a prefill by chunks (its scan was rejected: {e})");
+            false
+        }
+    }
 }
 
 /// The adapter [`Wgpu::new`] would open, without opening it: a caller can tell a software
@@ -156,10 +179,15 @@ impl Wgpu {
         self.cooperative_matrix
     }
 
-    /// Whether the chunked delta rule multiplies in f16 (cooperative matrices) where its shape
-    /// allows, rather than in f32.
+    /// Whether a prefill's delta rule multiplies in f16 (the chunked kernel on cooperative
+    /// matrices, when the scan is off) where its shape allows, rather than in f32.
     pub fn delta_rule_in_f16(&self) -> bool {
-        self.cooperative_delta_rule
+        self.cooperative_delta_rule && !self.delta_rule_scan
+    }
+
+    /// Whether a prefill's delta rule runs as one scan per state column where k_dim allows.
+    pub fn delta_rule_scans(&self) -> bool {
+        self.delta_rule_scan
     }
 
     /// Whether prefill attention multiplies in f16 (cooperative matrices) rather than f32.
@@ -242,6 +270,9 @@ impl Wgpu {
             }
         });
         let mut pipelines = Pipelines::build(&device, &info, options.all_shader_checks)?;
+        let delta_rule_scan = !options.chunked_delta_rule
+            && scan_subgroups(&device, &info)
+            && add_delta_rule_scan(&mut pipelines, &device);
         let cooperative_delta_rule = cooperative
             && options.cooperative_matrix
             && options.cooperative_delta_rule
@@ -278,6 +309,7 @@ impl Wgpu {
             rope_tables: Mutex::new(Default::default()),
             cooperative_matrix: cooperative,
             cooperative_delta_rule,
+            delta_rule_scan,
             cooperative_attention,
             last_normed: Mutex::new(None),
             integer_gemv: options.integer_gemv,

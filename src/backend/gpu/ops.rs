@@ -2,7 +2,10 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use super::kernels::{Kernel, WeightFormat, DEFAULT_WG, GEMV_WORKGROUP_ROWS};
+use super::kernels::{
+    Kernel, WeightFormat, DEFAULT_WG, DELTA_RULE_SCAN_LANES, DELTA_RULE_SCAN_MAX_K_DIM,
+    DELTA_RULE_SCAN_WG, GEMV_WORKGROUP_ROWS,
+};
 use super::recorder::{Binding, KernelDispatch};
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::backend::checks;
@@ -29,13 +32,16 @@ const ARGMAX_CHUNK: usize = 4096;
 const CONV_QKV_CHANNELS_PER_INVOCATION: usize = 4;
 /// Rows of a prompt per workgroup of conv_qkv_norm.wgsl.
 const CONV_QKV_ROWS_PER_GROUP: usize = 16;
-/// State columns per workgroup of the delta-rule kernel (WGSL `COLS`).
+/// State columns per workgroup of the delta-rule kernels, token by token and scan (WGSL `COLS`).
 const DELTA_RULE_COLS: usize = 16;
+const _: () = assert!(DELTA_RULE_SCAN_WG / DELTA_RULE_SCAN_LANES == DELTA_RULE_COLS);
 /// Query rows from which attention runs by blocks of tokens (attention_prefill.rs) instead of
 /// one workgroup per query row and head.
 pub const ATTENTION_PREFILL_MIN_ROWS: usize = 8;
-/// Rows from which the delta rule runs by chunks (delta_chunks.rs) instead of token by token.
-pub const DELTA_RULE_CHUNK_MIN_ROWS: usize = 8;
+/// Rows from which the delta rule runs as a prefill: one scan per state column
+/// (delta_rule_scan.wgsl) where the device has the subgroups for it, else by chunks
+/// (delta_chunks.rs); below, one dispatch per call walks the rows with workgroup barriers.
+pub const DELTA_RULE_PREFILL_MIN_ROWS: usize = 8;
 /// Weight rows and tokens per workgroup of the tiled GEMM (WGSL `TILE_ROWS`, `TILE_TOKENS`).
 const GEMM_TILE: usize = 64;
 /// Rows of x from which matmul runs the tiled GEMM instead of one GEMV per row: below it the

@@ -17,6 +17,9 @@ pub struct GpuOptions {
     /// the device has them and `cooperative_matrix` is on. Off by default: on the H100 it ran no
     /// faster than the f32 kernel (benches/results/h100-2026-12-06-deltacoop), which is exact.
     pub cooperative_delta_rule: bool,
+    /// The delta rule of a prefill by chunks (delta_chunks.rs) even where the device has the
+    /// subgroups for one scan per state column (delta_rule_scan.wgsl); to compare.
+    pub chunked_delta_rule: bool,
     /// Prefill attention on cooperative matrices (f16 products, f32 softmax) where the device
     /// has them; else the f32 kernel.
     pub cooperative_attention: bool,
@@ -39,6 +42,7 @@ impl Default for GpuOptions {
             integer_gemv: true,
             cooperative_matrix: true,
             cooperative_delta_rule: false,
+            chunked_delta_rule: false,
             cooperative_attention: true,
             all_shader_checks: false,
             subgroups: true,

@@ -210,7 +210,8 @@ impl Wgpu {
                 format!("k_dim {k_dim}: the kernel holds at most {MAX_K_DIM}"),
             ));
         }
-        if n >= DELTA_RULE_CHUNK_MIN_ROWS {
+        let scan = self.delta_rule_scan && k_dim <= DELTA_RULE_SCAN_MAX_K_DIM;
+        if n >= DELTA_RULE_PREFILL_MIN_ROWS && !scan {
             // The chunked kernel takes the gates computed (one more dispatch, once a prefill).
             if raw {
                 let (g, beta) =
@@ -233,8 +234,13 @@ impl Wgpu {
         }
         let out = self.output(n, n_v_head * v_dim)?;
         let column_chunks = v_dim.div_ceil(DELTA_RULE_COLS);
+        let kernel = if n >= DELTA_RULE_PREFILL_MIN_ROWS {
+            Kernel::DeltaRuleScan
+        } else {
+            Kernel::DeltaRule
+        };
         self.record(
-            Kernel::DeltaRule,
+            kernel,
             &[
                 n_k_head as u32,
                 n_v_head as u32,
