@@ -245,7 +245,11 @@ fn general_metadata(dir: &Path, n_params: u64) -> Result<Vec<(String, MetaValue)
 fn sampling_metadata(json: &Value) -> Vec<(String, MetaValue)> {
     let int = |v: &Value| v.as_i64().map(|v| MetaValue::I32(v as i32));
     let float = |v: &Value| v.as_f64().map(|v| MetaValue::F32(v as f32));
-    type Field<'a> = (&'a str, &'a [&'a str], &'a dyn Fn(&Value) -> Option<MetaValue>);
+    type Field<'a> = (
+        &'a str,
+        &'a [&'a str],
+        &'a dyn Fn(&Value) -> Option<MetaValue>,
+    );
     let fields: [Field; 12] = [
         ("sequence", &["sequence"], &|v| {
             v.as_str().map(|s| MetaValue::Str(s.into()))

@@ -4,9 +4,11 @@
 // prefill is value heads × v_dim independent scans. LANES neighbouring invocations of one
 // subgroup share a column, invocation `slice` holding key rows slice, slice + LANES, … in
 // registers for the whole call; the two sums over keys (Sᵀk, Sᵀq) are shuffles within those
-// lanes, so no token waits on a workgroup barrier, and the next token's operands are loaded
-// before the current token's arithmetic. The host builds this kernel only where subgroups have
-// a fixed size that is a multiple of LANES, and takes it for k_dim ≤ LANES · KEYS.
+// lanes, so no token waits on a workgroup barrier. The operands reach the scan in chunks of
+// CHUNK tokens through workgroup memory: the workgroup loads a chunk with coalesced reads into
+// registers while it scans the one before, so the scan itself only reads workgroup memory.
+// The host builds this kernel only where subgroups have a fixed size that is a multiple of LANES,
+// and takes it for k_dim ≤ MAX_K_DIM.
 // With `raw_gates` the decay and write strength come from the projections as they are
 // (g = ssm_a·softplus(alpha + dt_bias), β = sigmoid(beta), as delta_net_gates.wgsl computes);
 // otherwise `gate` and `strength` hold g and β, and ssm_a and dt_bias are unread.
@@ -35,54 +37,92 @@ struct Params {
 
 const LANES: u32 = 8u;
 const KEYS: u32 = 16u;
+const MAX_K_DIM: u32 = LANES * KEYS;
 // State columns per workgroup.
 const COLS: u32 = WG / LANES;
+const CHUNK: u32 = 32u;
+// Values of a chunk's q (and k) rows, and of its v columns, that each invocation loads.
+const QK_LOADS: u32 = CHUNK * MAX_K_DIM / WG;
+const V_LOADS: u32 = CHUNK * COLS / WG;
 
-// One token's operands as one lane needs them: its key rows of q and k, the column's v, and the
-// head's decay factor exp(g) and write strength β.
-struct Token {
-    q: array<f32, KEYS>,
-    k: array<f32, KEYS>,
-    v: f32,
+// A chunk's q and k rows (MAX_K_DIM wide, zeros past k_dim), the workgroup's v columns, and
+// per token the decay factor exp(g) and the write strength β.
+var<workgroup> q_chunk: array<f32, CHUNK * MAX_K_DIM>;
+var<workgroup> k_chunk: array<f32, CHUNK * MAX_K_DIM>;
+var<workgroup> v_chunk: array<f32, CHUNK * COLS>;
+var<workgroup> decay_chunk: array<f32, CHUNK>;
+var<workgroup> beta_chunk: array<f32, CHUNK>;
+
+// One invocation's share of a chunk, loaded ahead into registers.
+struct Share {
+    q: array<f32, QK_LOADS>,
+    k: array<f32, QK_LOADS>,
+    v: array<f32, V_LOADS>,
     decay: f32,
     beta: f32,
 }
 
-// Token t's operands for key rows slice + LANES·e of key head offset qk_base and value index
-// v_at; zeros past the last token and past k_dim, which leave the state and the sums unchanged.
-fn load_token(t: u32, h: u32, qk_base: u32, slice: u32, v_at: u32, live: bool) -> Token {
-    var token: Token;
-    token.v = 0.0;
-    token.decay = 1.0;
-    token.beta = 0.0;
-    for (var e = 0u; e < KEYS; e++) {
-        token.q[e] = 0.0;
-        token.k[e] = 0.0;
-    }
-    if (t >= p.rows) {
-        return token;
-    }
-    let qk_row = t * p.n_k_head * p.k_dim + qk_base;
-    for (var e = 0u; e < KEYS; e++) {
-        let i = slice + e * LANES;
-        if (i < p.k_dim) {
-            token.q[e] = q[qk_row + i];
-            token.k[e] = k[qk_row + i];
+// The workgroup's place: value head h, its key head's first column in a row of q and k, and the
+// first of its state columns.
+struct Place {
+    h: u32,
+    qk_base: u32,
+    first_col: u32,
+}
+
+// Invocation lid's share of the chunk of tokens from `first`: zeros past the last token, k_dim
+// and v_dim, which leave the state and the sums unchanged.
+fn load_share(first: u32, at: Place, lid: u32) -> Share {
+    var share: Share;
+    for (var i = 0u; i < QK_LOADS; i++) {
+        let e = lid + i * WG;
+        let t = first + e / MAX_K_DIM;
+        let c = e % MAX_K_DIM;
+        share.q[i] = 0.0;
+        share.k[i] = 0.0;
+        if (t < p.rows && c < p.k_dim) {
+            let src = t * p.n_k_head * p.k_dim + at.qk_base + c;
+            share.q[i] = q[src];
+            share.k[i] = k[src];
         }
     }
-    if (live) {
-        token.v = v[t * p.n_v_head * p.v_dim + v_at];
+    for (var i = 0u; i < V_LOADS; i++) {
+        let e = lid + i * WG;
+        let t = first + e / COLS;
+        let j = at.first_col + e % COLS;
+        share.v[i] = 0.0;
+        if (t < p.rows && j < p.v_dim) {
+            share.v[i] = v[(t * p.n_v_head + at.h) * p.v_dim + j];
+        }
     }
-    let at = t * p.n_v_head + h;
-    var g = gate[at];
-    var beta = strength[at];
-    if (p.raw_gates != 0u) {
-        g = ssm_a[h] * softplus(g + dt_bias[h]);
-        beta = 1.0 / (1.0 + exp(-beta));
+    share.decay = 1.0;
+    share.beta = 0.0;
+    let t = first + lid;
+    if (lid < CHUNK && t < p.rows) {
+        var g = gate[t * p.n_v_head + at.h];
+        var beta = strength[t * p.n_v_head + at.h];
+        if (p.raw_gates != 0u) {
+            g = ssm_a[at.h] * softplus(g + dt_bias[at.h]);
+            beta = 1.0 / (1.0 + exp(-beta));
+        }
+        share.decay = exp(g);
+        share.beta = beta;
     }
-    token.decay = exp(g);
-    token.beta = beta;
-    return token;
+    return share;
+}
+
+fn store_share(share: Share, lid: u32) {
+    for (var i = 0u; i < QK_LOADS; i++) {
+        q_chunk[lid + i * WG] = share.q[i];
+        k_chunk[lid + i * WG] = share.k[i];
+    }
+    for (var i = 0u; i < V_LOADS; i++) {
+        v_chunk[lid + i * WG] = share.v[i];
+    }
+    if (lid < CHUNK) {
+        decay_chunk[lid] = share.decay;
+        beta_chunk[lid] = share.beta;
+    }
 }
 
 // The sum of x over the LANES lanes of this column, in every one of them.
@@ -98,6 +138,7 @@ fn column_sum(x: f32) -> f32 {
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
     @builtin(subgroup_id) sg_id: u32,
     @builtin(subgroup_size) sg_size: u32,
     @builtin(subgroup_invocation_id) sg_lane: u32,
@@ -107,12 +148,12 @@ fn main(
     if (h >= p.n_v_head) {
         return;
     }
+    let at = Place(h, (h % p.n_k_head) * p.k_dim, (id % p.column_blocks) * COLS);
     let lane = sg_id * sg_size + sg_lane;
     let slice = lane % LANES;
-    let j = (id % p.column_blocks) * COLS + lane / LANES;
+    let col = lane / LANES;
+    let j = at.first_col + col;
     let live = j < p.v_dim;
-    let qk_base = (h % p.n_k_head) * p.k_dim;
-    let v_at = h * p.v_dim + j;
     let s_base = h * p.k_dim * p.v_dim + j;
     var s: array<f32, KEYS>;
     for (var e = 0u; e < KEYS; e++) {
@@ -122,25 +163,43 @@ fn main(
             s[e] = state[s_base + i * p.v_dim];
         }
     }
-    var token = load_token(0u, h, qk_base, slice, v_at, live);
-    for (var t = 0u; t < p.rows; t++) {
-        let next = load_token(t + 1u, h, qk_base, slice, v_at, live);
-        var recalled = 0.0;
-        for (var e = 0u; e < KEYS; e++) {
-            s[e] *= token.decay;
-            recalled += s[e] * token.k[e];
+    var share = load_share(0u, at, lid);
+    for (var first = 0u; first < p.rows; first += CHUNK) {
+        // The scan of the chunk before has read the workgroup's copy.
+        workgroupBarrier();
+        store_share(share, lid);
+        workgroupBarrier();
+        share = load_share(first + CHUNK, at, lid);
+        let count = min(CHUNK, p.rows - first);
+        for (var t = 0u; t < count; t++) {
+            let row = t * MAX_K_DIM + slice;
+            let decay = decay_chunk[t];
+            // Two partial sums halve the chain of dependent adds.
+            var recalled = vec2<f32>(0.0);
+            for (var e = 0u; e < KEYS; e += 2u) {
+                s[e] *= decay;
+                s[e + 1u] *= decay;
+                recalled += vec2<f32>(s[e], s[e + 1u]) * vec2<f32>(
+                    k_chunk[row + e * LANES],
+                    k_chunk[row + (e + 1u) * LANES],
+                );
+            }
+            let recall = column_sum(recalled.x + recalled.y);
+            let delta = beta_chunk[t] * (v_chunk[t * COLS + col] - recall);
+            var o = vec2<f32>(0.0);
+            for (var e = 0u; e < KEYS; e += 2u) {
+                s[e] += k_chunk[row + e * LANES] * delta;
+                s[e + 1u] += k_chunk[row + (e + 1u) * LANES] * delta;
+                o += vec2<f32>(s[e], s[e + 1u]) * vec2<f32>(
+                    q_chunk[row + e * LANES],
+                    q_chunk[row + (e + 1u) * LANES],
+                );
+            }
+            let total = column_sum(o.x + o.y);
+            if (live && slice == 0u) {
+                out[((first + t) * p.n_v_head + h) * p.v_dim + j] = total;
+            }
         }
-        let delta = token.beta * (token.v - column_sum(recalled));
-        var o = 0.0;
-        for (var e = 0u; e < KEYS; e++) {
-            s[e] += token.k[e] * delta;
-            o += s[e] * token.q[e];
-        }
-        o = column_sum(o);
-        if (live && slice == 0u) {
-            out[t * p.n_v_head * p.v_dim + v_at] = o;
-        }
-        token = next;
     }
     for (var e = 0u; e < KEYS; e++) {
         let i = slice + e * LANES;

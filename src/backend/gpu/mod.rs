@@ -92,18 +92,6 @@ fn scan_subgroups(device: &wgpu::Device, adapter: &wgpu::AdapterInfo) -> bool {
         && adapter.subgroup_min_size.is_multiple_of(lanes)
 }
 
-/// Builds the delta-rule scan's pipeline; false (with the reason logged) if the device rejects
-/// it, and a prefill's delta rule then runs by chunks.
-fn add_delta_rule_scan(pipelines: &mut Pipelines, device: &wgpu::Device) -> bool {
-    match pipelines.add(device, Kernel::DeltaRuleScan) {
-        Ok(()) => true,
-        Err(e) => {
-            log::warn!("wgpu: the delta rule of a prefill by chunks (its scan was rejected: {e})");
-            false
-        }
-    }
-}
-
 /// The adapter [`Wgpu::new`] would open, without opening it: a caller can tell a software
 /// rasterizer (`device_type` Cpu, e.g. lavapipe) before it starts anything long.
 pub fn adapter_info() -> Result<wgpu::AdapterInfo, GpuError> {
@@ -270,9 +258,10 @@ impl Wgpu {
             }
         });
         let mut pipelines = Pipelines::build(&device, &info, options.all_shader_checks)?;
-        let delta_rule_scan = !options.chunked_delta_rule
-            && scan_subgroups(&device, &info)
-            && add_delta_rule_scan(&mut pipelines, &device);
+        let delta_rule_scan = !options.chunked_delta_rule && scan_subgroups(&device, &info);
+        if delta_rule_scan {
+            pipelines.add(&device, Kernel::DeltaRuleScan)?;
+        }
         let cooperative_delta_rule = cooperative
             && options.cooperative_matrix
             && options.cooperative_delta_rule
