@@ -131,6 +131,12 @@ fn check_value(i: usize, stride: usize, modulus: usize) -> f32 {
     (i * stride % modulus) as f32 * 2.0 / modulus as f32 - 1.0
 }
 
+/// Rows and columns of x's f16 copy for the cooperative GEMM: whole tiles of tokens and whole
+/// steps of columns.
+fn half_activation_dims(x: &GpuTensor) -> (usize, usize) {
+    (x.rows.next_multiple_of(TILE), x.cols.next_multiple_of(DEPTH))
+}
+
 /// An f16 matrix of `rows` × `cols` (both padded) in a pooled buffer, two halves a word.
 struct HalfMatrix {
     rows: usize,
@@ -139,51 +145,55 @@ struct HalfMatrix {
 }
 
 impl Wgpu {
-    /// `y = x · Wᵀ` on cooperative matrices: x to f16 once, then for each chunk of weight rows
-    /// (within a part) one dispatch decoding it to f16 and one GEMM over it.
+    /// `y = x · Wᵀ` on cooperative matrices: x to f16 once (and reused by the next GEMM of the
+    /// same x), then for each chunk of weight rows (within a part) one dispatch decoding it to
+    /// f16 and one GEMM over it.
     pub(super) fn gemm_cooperative(
         &self,
         x: &GpuTensor,
         w: &GpuWeight,
     ) -> Result<GpuTensor, GpuError> {
         let out = self.output(x.rows, w.rows)?;
-        let x16 = self.half_activations(x)?;
-        let row_bytes = (x16.cols * 2) as u64;
+        let (x16_rows, x16_cols) = half_activation_dims(x);
+        let row_bytes = (x16_cols * 2) as u64;
         let chunk_rows = (MAX_SCRATCH_BYTES.min(self.binding_limit) / row_bytes) as usize / TILE;
         let chunk_rows = chunk_rows.max(1) * TILE;
-        for part in &w.parts {
-            for first in (0..part.rows).step_by(chunk_rows) {
-                let rows = chunk_rows.min(part.rows - first);
-                let w16 = self.half_weights(w, part, first, rows)?;
-                let row_tiles = w16.rows / TILE;
-                let tiles = row_tiles * (x16.rows / TILE);
-                self.record(
-                    Kernel::GemmCoop,
-                    &[
-                        rows as u32,
-                        x.rows as u32,
-                        x16.cols as u32,
-                        w.rows as u32,
-                        (part.first_row + first) as u32,
-                        row_tiles as u32,
-                        tiles as u32,
-                        0,
-                    ],
-                    &[&x16.words.buffer, &w16.words.buffer, &out.buffer],
-                    tiles,
-                    ((x16.rows + w16.rows) * x16.cols * 2) as u64,
-                )?;
+        let multiply = |x16: &GpuTensor| {
+            for part in &w.parts {
+                for first in (0..part.rows).step_by(chunk_rows) {
+                    let rows = chunk_rows.min(part.rows - first);
+                    let w16 = self.half_weights(w, part, first, rows)?;
+                    let row_tiles = w16.rows / TILE;
+                    let tiles = row_tiles * (x16_rows / TILE);
+                    self.record(
+                        Kernel::GemmCoop,
+                        &[
+                            rows as u32,
+                            x.rows as u32,
+                            x16_cols as u32,
+                            w.rows as u32,
+                            (part.first_row + first) as u32,
+                            row_tiles as u32,
+                            tiles as u32,
+                            0,
+                        ],
+                        &[&x16.buffer, &w16.words.buffer, &out.buffer],
+                        tiles,
+                        ((x16_rows + w16.rows) * x16_cols * 2) as u64,
+                    )?;
+                }
             }
-        }
+            Ok(())
+        };
+        let key = (x.buffer.clone(), x.dims());
+        self.reuse(&self.last_half, key, || self.half_activations(x), multiply)?;
         Ok(out)
     }
 
-    /// x as f16, padded with zeros to whole tiles of tokens and columns.
-    fn half_activations(&self, x: &GpuTensor) -> Result<HalfMatrix, GpuError> {
-        let (rows, cols) = (
-            x.rows.next_multiple_of(TILE),
-            x.cols.next_multiple_of(DEPTH),
-        );
+    /// x as f16, padded with zeros to whole tiles of tokens and columns
+    /// ([`half_activation_dims`]), two halves a word.
+    fn half_activations(&self, x: &GpuTensor) -> Result<GpuTensor, GpuError> {
+        let (rows, cols) = half_activation_dims(x);
         let words = self.output(rows, cols / 2)?;
         let n = words.len();
         self.record(
@@ -193,7 +203,7 @@ impl Wgpu {
             n.div_ceil(WG),
             f32_bytes(&[x]),
         )?;
-        Ok(HalfMatrix { rows, cols, words })
+        Ok(words)
     }
 
     /// Rows `first..first + rows` of a weight part decoded to f16, padded with zeros to whole

@@ -75,6 +75,9 @@ pub struct Wgpu {
     integer_gemv: bool,
     /// The quantized input of the last integer GEMV, reused by the next of the same input.
     last_quantized: Mutex<Option<ops::LastQuantized>>,
+    /// The f16 copy of the last cooperative GEMM's input, reused by the next GEMM of the same
+    /// input (a layer's projections of one normed input).
+    last_half: Mutex<Option<ops::LastHalf>>,
     /// Decode attention by query head ([`GpuOptions::per_head_attention`]).
     per_head_attention: bool,
     /// The MSL kernel set, when one is installed ([`Wgpu::with_msl`]).
@@ -303,6 +306,7 @@ impl Wgpu {
             last_normed: Mutex::new(None),
             integer_gemv: options.integer_gemv,
             last_quantized: Mutex::new(None),
+            last_half: Mutex::new(None),
             per_head_attention: options.per_head_attention,
             msl: None,
             max_weight_part_rows: usize::MAX,

@@ -116,6 +116,8 @@ pub(super) type LastNormed = Reusable<(wgpu::Buffer, wgpu::Buffer, u32, (usize, 
 /// The last GEMV input quantized for the integer GEMVs, by input (the gate with the up of a
 /// SwiGLU input) and dims.
 pub(super) type LastQuantized = Reusable<(wgpu::Buffer, Option<wgpu::Buffer>, (usize, usize))>;
+/// The last GEMM input converted to f16 for the cooperative GEMM, by input and dims.
+pub(super) type LastHalf = Reusable<(wgpu::Buffer, (usize, usize))>;
 
 fn lock<T>(slot: &Mutex<T>) -> Result<MutexGuard<'_, T>, GpuError> {
     slot.lock()

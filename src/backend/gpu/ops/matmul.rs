@@ -216,7 +216,7 @@ impl Wgpu {
 
     /// `use_it(value)`, the value computed by `compute` unless `slot` holds the one of `key`
     /// and nothing was recorded or written since its last use; then `slot` holds it.
-    pub(super) fn reuse<K: PartialEq, R>(
+    pub(in crate::backend::gpu) fn reuse<K: PartialEq, R>(
         &self,
         slot: &Mutex<Option<Reusable<K>>>,
         key: K,
