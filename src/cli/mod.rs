@@ -116,8 +116,9 @@ pub struct GpuArgs {
     /// delta rule then runs in f32 too.
     #[arg(long)]
     pub no_cooperative_matrix: bool,
-    /// The chunked delta rule of a prefill on cooperative matrices (f16) where the GPU has them
-    /// (to compare: not yet faster than the f32 kernel).
+    /// With --chunked-delta-rule (or where the GPU's subgroups do not fit the scan), the chunks'
+    /// products on cooperative matrices (f16) where the GPU has them (to compare: no faster than
+    /// the f32 chunks).
     #[arg(long)]
     pub cooperative_delta_rule: bool,
     /// The delta rule of a prefill by chunks even where the GPU's subgroups allow one scan per

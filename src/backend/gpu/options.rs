@@ -14,7 +14,8 @@ pub struct GpuOptions {
     /// Prefill GEMMs on cooperative matrices (tensor cores) where the device has them.
     pub cooperative_matrix: bool,
     /// The chunked delta rule's products on cooperative matrices (f16 operands, f32 sums) where
-    /// the device has them and `cooperative_matrix` is on. Off by default: on the H100 it ran no
+    /// the device has them, `cooperative_matrix` is on and the chunks run (see
+    /// `chunked_delta_rule`). Off by default: on the H100 it ran no
     /// faster than the f32 kernel (benches/results/h100-2026-12-06-deltacoop), which is exact.
     pub cooperative_delta_rule: bool,
     /// The delta rule of a prefill by chunks (delta_chunks.rs) even where the device has the
