@@ -134,7 +134,10 @@ fn check_value(i: usize, stride: usize, modulus: usize) -> f32 {
 /// Rows and columns of x's f16 copy for the cooperative GEMM: whole tiles of tokens and whole
 /// steps of columns.
 fn half_activation_dims(x: &GpuTensor) -> (usize, usize) {
-    (x.rows.next_multiple_of(TILE), x.cols.next_multiple_of(DEPTH))
+    (
+        x.rows.next_multiple_of(TILE),
+        x.cols.next_multiple_of(DEPTH),
+    )
 }
 
 /// An f16 matrix of `rows` × `cols` (both padded) in a pooled buffer, two halves a word.
@@ -186,13 +189,14 @@ impl Wgpu {
             Ok(())
         };
         let key = (x.buffer.clone(), x.dims());
-        self.reuse(&self.last_half, key, || self.half_activations(x), multiply)?;
+        let convert = || self.half_activations(x).map(|x16| x16.words);
+        self.reuse(&self.last_half, key, convert, multiply)?;
         Ok(out)
     }
 
     /// x as f16, padded with zeros to whole tiles of tokens and columns
     /// ([`half_activation_dims`]), two halves a word.
-    fn half_activations(&self, x: &GpuTensor) -> Result<GpuTensor, GpuError> {
+    fn half_activations(&self, x: &GpuTensor) -> Result<HalfMatrix, GpuError> {
         let (rows, cols) = half_activation_dims(x);
         let words = self.output(rows, cols / 2)?;
         let n = words.len();
@@ -203,7 +207,7 @@ impl Wgpu {
             n.div_ceil(WG),
             f32_bytes(&[x]),
         )?;
-        Ok(words)
+        Ok(HalfMatrix { rows, cols, words })
     }
 
     /// Rows `first..first + rows` of a weight part decoded to f16, padded with zeros to whole
