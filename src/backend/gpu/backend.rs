@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::msl_kernels::MslFormat;
 use super::msl_ops::{self, Dispatch, MslDevice, MslLauncher, WeightLayout, WeightPart};
-use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
+use super::{GpuError, GpuTensor, GpuWeight, Storage, Wgpu};
 use crate::backend::{
     rms_norm_matmul_each, sample_on_host, AttentionShape, Backend, BackendError, BackendStats,
     ConvQkvNorm, DeltaRule, GatedAttention, GatedDeltaRule, KvCache, PendingRead, Qkv,
@@ -57,6 +57,12 @@ impl Wgpu {
     fn msl_gemv(&self, x: &GpuTensor, ws: &[&GpuWeight]) -> Option<MslOn<'_>> {
         let gemv = |w: &&GpuWeight| MslFormat::from_ggml(w.format.ggml_type()).is_some();
         self.msl_if(x.rows == 1 && ws.iter().all(gemv))
+    }
+
+    /// [`Wgpu::msl_row`] for attention of `q` over `cache`, which the MSL kernel reads in f32
+    /// (the caches of a backend with MSL kernels are: [`Wgpu::kv_cache`]).
+    fn msl_attention(&self, q: &GpuTensor, cache: &KvCache<'_, GpuTensor>) -> Option<MslOn<'_>> {
+        self.msl_if(q.rows == 1 && cache.k.storage == Storage::F32)
     }
 
     /// [`Wgpu::msl_if`] for embedding `rows` tokens from `table`, whose rows the MSL kernel takes
@@ -180,6 +186,15 @@ impl Backend for Wgpu {
         })
     }
 
+    /// In f16 unless [`GpuOptions::f16_kv_cache`](super::GpuOptions::f16_kv_cache) is off (see
+    /// [`Wgpu::kv_cache`]); a cache too large for a binding poisons the backend as in `zeros`.
+    fn kv_cache(&self, rows: usize, cols: usize) -> GpuTensor {
+        Wgpu::kv_cache(self, rows, cols).unwrap_or_else(|e| {
+            self.poison(&e);
+            self.placeholder(rows, cols)
+        })
+    }
+
     fn dims(&self, x: &GpuTensor) -> (usize, usize) {
         x.dims()
     }
@@ -194,7 +209,7 @@ impl Backend for Wgpu {
 
     /// A failed readback poisons the backend and yields no values.
     fn start_read(&self, x: &GpuTensor) -> PendingRead {
-        let size = (x.len() * 4) as u64;
+        let size = x.row_bytes(x.rows);
         if size == 0 {
             return PendingRead::ready(Vec::new());
         }
@@ -202,9 +217,10 @@ impl Backend for Wgpu {
             .check_device()
             .and_then(|()| self.recorder.start_read(&x.buffer, 0, size));
         let sink = Arc::clone(&self.device_error);
+        let storage = x.storage;
         match started {
             Ok(read) => PendingRead::new(move || match read.wait() {
-                Ok(bytes) => bytemuck::pod_collect_to_vec(&bytes),
+                Ok(bytes) => storage.values(&bytes),
                 Err(e) => {
                     log::error!("wgpu: {e}");
                     if let Ok(mut first) = sink.lock() {
@@ -291,9 +307,9 @@ impl Backend for Wgpu {
             v: &GpuTensor,
             cache: &mut KvCache<'_, GpuTensor>,
             shape: AttentionShape
-        ) -> GpuTensor where msl_row(q);
+        ) -> GpuTensor where msl_attention(q, cache);
         fn gated_attention(op: &GatedAttention<'_, GpuTensor>, cache: &mut KvCache<'_, GpuTensor>)
-            -> Option<GpuTensor> where msl_row(op.q_and_gate);
+            -> Option<GpuTensor> where msl_attention(op.q_and_gate, cache);
         fn conv1d_silu(x: &GpuTensor, w: &GpuTensor, state: &mut GpuTensor) -> GpuTensor
             where msl_row(x);
         fn delta_net_gates(
