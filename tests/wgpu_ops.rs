@@ -99,7 +99,9 @@ enum Numerics {
     /// sums in f32.
     F16Gemm,
     /// Attention in f32 over a KV cache in f16: each cached key and value rounded to f16
-    /// (2⁻¹¹ of itself), the query and this call's rows not; products and sums in f32.
+    /// (2⁻¹¹ of itself), the query and this call's rows not; products and sums in f32. Also a
+    /// whole forward whose only rounding beyond f32 sums is its caches' (the tiny fixtures:
+    /// 1.1e-4 on lavapipe).
     F16KvCache,
     /// The chunked delta rule on cooperative matrices: every operand of its three products per
     /// chunk rounded to f16 (the values, the state and its updates too), sums and the carried
@@ -1679,7 +1681,7 @@ fn gemm_against_reference_for_every_format() {
 }
 
 /// The tiny fixture models end to end: a prefill then decode steps on the GPU give the CPU
-/// backend's logits.
+/// backend's logits, with KV caches in f16 and in f32.
 #[test]
 fn tiny_models_match_the_cpu_backend() {
     use qwen35::backend::cpu::CpuBackend;
@@ -1690,19 +1692,31 @@ fn tiny_models_match_the_cpu_backend() {
     if gpu().is_none() {
         return;
     }
-    for name in ["tiny-q4_k.gguf", "tiny-q8_0.gguf", "tiny-f32.gguf"] {
+    let models = ["tiny-q4_k.gguf", "tiny-q8_0.gguf", "tiny-f32.gguf"];
+    for (name, f16_kv_cache) in models
+        .into_iter()
+        .flat_map(|name| [(name, true), (name, false)])
+    {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/").to_string() + name;
         let file = Arc::new(GgufFile::open(&path).unwrap());
         let config = Config::from_gguf(&file).unwrap();
         let cpu = CpuBackend::new(1).unwrap();
         let mut on_cpu = Session::new(cpu, &file, config.clone(), 32).unwrap();
-        let device = Wgpu::new().unwrap();
+        let device = Wgpu::with_options(&GpuOptions {
+            f16_kv_cache,
+            ..GpuOptions::default()
+        })
+        .unwrap();
+        let cache = device.kv_cache_storage(config.n_kv_head * config.head_dim);
         let numerics =
             if name == "tiny-q4_k.gguf" || device.gemm_in_f16() || device.attention_in_f16() {
                 Numerics::LossyForward
+            } else if cache == Storage::F16 {
+                Numerics::F16KvCache
             } else {
                 Numerics::F32Sums
             };
+        let name = format!("{name} ({cache:?} KV cache)");
         let mut on_gpu = Session::new(device, &file, config, 32).unwrap();
         // The last chunk is long enough for the tiled GEMM.
         let chunk: Vec<u32> = (0..GEMM_MIN_ROWS as u32 + 3).map(|i| 2 + 9 * i).collect();
