@@ -59,12 +59,6 @@ impl Wgpu {
         self.msl_if(x.rows == 1 && ws.iter().all(gemv))
     }
 
-    /// [`Wgpu::msl_row`] for attention of `q` over `cache`, which the MSL kernel reads in f32
-    /// (the caches of a backend with MSL kernels are: [`Wgpu::kv_cache`]).
-    fn msl_attention(&self, q: &GpuTensor, cache: &KvCache<'_, GpuTensor>) -> Option<MslOn<'_>> {
-        self.msl_if(q.rows == 1 && cache.k.storage == Storage::F32)
-    }
-
     /// [`Wgpu::msl_if`] for embedding `rows` tokens from `table`, whose rows the MSL kernel takes
     /// in whole 32-value units.
     fn msl_embed(&self, table: &GpuWeight, rows: usize) -> Option<MslOn<'_>> {
@@ -86,6 +80,10 @@ impl MslDevice for MslOn<'_> {
 
     fn dims(&self, x: &GpuTensor) -> (usize, usize) {
         x.dims()
+    }
+
+    fn storage(&self, x: &GpuTensor) -> Storage {
+        x.storage
     }
 
     fn buffer<'a>(&self, x: &'a GpuTensor) -> &'a wgpu::Buffer {
@@ -307,9 +305,9 @@ impl Backend for Wgpu {
             v: &GpuTensor,
             cache: &mut KvCache<'_, GpuTensor>,
             shape: AttentionShape
-        ) -> GpuTensor where msl_attention(q, cache);
+        ) -> GpuTensor where msl_row(q);
         fn gated_attention(op: &GatedAttention<'_, GpuTensor>, cache: &mut KvCache<'_, GpuTensor>)
-            -> Option<GpuTensor> where msl_attention(op.q_and_gate, cache);
+            -> Option<GpuTensor> where msl_row(op.q_and_gate);
         fn conv1d_silu(x: &GpuTensor, w: &GpuTensor, state: &mut GpuTensor) -> GpuTensor
             where msl_row(x);
         fn delta_net_gates(

@@ -236,16 +236,15 @@ impl Wgpu {
     }
 
     /// A zero KV cache of `rows` positions of `cols` values: in f16 where
-    /// [`GpuOptions::f16_kv_cache`](super::GpuOptions::f16_kv_cache) is on, no MSL kernel set
-    /// (whose decode attention reads f32) is installed and a row is whole quads of values (as
-    /// every attention kernel's is), else in f32.
+    /// [`GpuOptions::f16_kv_cache`](super::GpuOptions::f16_kv_cache) is on and a row is whole
+    /// quads of values (as every WGSL attention kernel's is), else in f32.
     pub fn kv_cache(&self, rows: usize, cols: usize) -> Result<GpuTensor, GpuError> {
         self.zeros_stored(self.kv_cache_storage(cols), rows, cols)
     }
 
     /// How [`Wgpu::kv_cache`] stores a cache of `cols` columns.
     pub fn kv_cache_storage(&self, cols: usize) -> Storage {
-        if self.f16_kv_cache && self.msl.is_none() && cols.is_multiple_of(4) {
+        if self.f16_kv_cache && cols.is_multiple_of(4) {
             Storage::F16
         } else {
             Storage::F32
