@@ -119,10 +119,6 @@ impl GpuTensor {
         self.rows * self.cols
     }
 
-    pub fn storage(&self) -> Storage {
-        self.storage
-    }
-
     /// Bytes of the values of `rows` rows.
     pub(super) fn row_bytes(&self, rows: usize) -> u64 {
         (rows * self.cols) as u64 * self.storage.value_bytes()
