@@ -4,7 +4,8 @@
 // over every SIMD_GROUPS-th key of the block with its lanes splitting the head dims, and the
 // SIMD-groups merge through threadgroup memory into the block's maximum score m, Σ exp(s − m) and
 // Σ exp(s − m)·v. This call's k and v (row pos0) are read from k and v, and written to the caches
-// by block 0 of each kv head's first q head; nothing reads that row from the caches here.
+// by block 0 of each kv head's first q head; nothing reads that row from the caches here. The
+// caches hold KvValue (kv_cache_*.metal: f16 or f32); the sums are f32.
 #include <metal_stdlib>
 using namespace metal;
 
@@ -29,8 +30,8 @@ kernel void attention_blocks(constant AttentionBlocksParams& p [[buffer(0)]],
                              device const float* q [[buffer(1)]],
                              device const float* k [[buffer(2)]],
                              device const float* v [[buffer(3)]],
-                             device float* k_cache [[buffer(4)]],
-                             device float* v_cache [[buffer(5)]],
+                             device KvValue* k_cache [[buffer(4)]],
+                             device KvValue* v_cache [[buffer(5)]],
                              device float* partials [[buffer(6)]],
                              uint group [[threadgroup_position_in_grid]],
                              uint tid [[thread_index_in_threadgroup]],
@@ -48,8 +49,8 @@ kernel void attention_blocks(constant AttentionBlocksParams& p [[buffer(0)]],
 
     if (block == 0 && head % heads_per_kv == 0) {
         for (uint d = tid; d < hd; d += SIMD_GROUPS * 32) {
-            k_cache[p.pos0 * p.kv_cols + kv_at + d] = k[kv_at + d];
-            v_cache[p.pos0 * p.kv_cols + kv_at + d] = v[kv_at + d];
+            k_cache[p.pos0 * p.kv_cols + kv_at + d] = KvValue(clamp(k[kv_at + d], -KV_MAX, KV_MAX));
+            v_cache[p.pos0 * p.kv_cols + kv_at + d] = KvValue(clamp(v[kv_at + d], -KV_MAX, KV_MAX));
         }
     }
 
@@ -66,14 +67,15 @@ kernel void attention_blocks(constant AttentionBlocksParams& p [[buffer(0)]],
     float running_max = -INFINITY;
     float running_sum = 0.0f;
     for (uint j = first + simd_group; j < end; j += SIMD_GROUPS) {
+        // Row j from the caches, or this call's row from k and v.
         bool cached = j < p.pos0;
-        device const float* kj = cached ? k_cache + j * p.kv_cols : k;
-        device const float* vj = cached ? v_cache + j * p.kv_cols : v;
+        device const KvValue* kj = k_cache + j * p.kv_cols + kv_at;
+        device const KvValue* vj = v_cache + j * p.kv_cols + kv_at;
         float dot = 0.0f;
         for (uint c = 0; c < DIMS_PER_LANE; c++) {
             uint d = lane + 32 * c;
             if (d < hd) {
-                dot += qv[c] * kj[kv_at + d];
+                dot += qv[c] * (cached ? float(kj[d]) : k[kv_at + d]);
             }
         }
         float score = simd_sum(dot) * p.scale;
@@ -83,7 +85,8 @@ kernel void attention_blocks(constant AttentionBlocksParams& p [[buffer(0)]],
         running_sum = running_sum * rescale + weight;
         for (uint c = 0; c < DIMS_PER_LANE; c++) {
             uint d = lane + 32 * c;
-            o[c] = o[c] * rescale + (d < hd ? weight * vj[kv_at + d] : 0.0f);
+            float vd = d < hd ? (cached ? float(vj[d]) : v[kv_at + d]) : 0.0f;
+            o[c] = o[c] * rescale + weight * vd;
         }
         running_max = new_max;
     }

@@ -16,6 +16,7 @@ use msl_sim::Order;
 use qwen35::backend::cpu::{CpuBackend, CpuTensor};
 use qwen35::backend::gpu::msl_kernels::MslFormat;
 use qwen35::backend::gpu::msl_ops as ops;
+use qwen35::backend::gpu::Storage;
 use qwen35::backend::{
     AttentionShape, Backend, ConvQkvNorm, DeltaNetShape, DeltaRule, GatedAttention, GatedDeltaRule,
     KvCache, Qkv, RopeShape,
@@ -77,6 +78,33 @@ fn in_each_schedule(test: impl Fn(&SimDevice)) {
 
 /// Close to the reference elementwise (relative to its largest value) and in direction.
 fn assert_close(what: &str, got: &[f32], want: &[f32]) {
+    assert_close_within(what, got, want, 1e-4);
+}
+
+/// Both ways a KV cache is stored.
+const CACHE_STORAGES: [Storage; 2] = [Storage::F16, Storage::F32];
+
+/// What attention over a cache stored as `storage` may differ from the f32 reference by, as a
+/// share of the output's largest value: in f16 each cached key and value is rounded (2⁻¹¹ of
+/// itself; tests/wgpu_ops.rs measures the WGSL kernels' F16KvCache at 1.4e-3).
+fn attention_share(storage: Storage) -> f32 {
+    match storage {
+        Storage::F32 => 1e-4,
+        Storage::F16 => 3e-3,
+    }
+}
+
+/// `values` as a cache stored as `storage` holds them (f16 rounds to nearest, as the simulator's
+/// conversions do).
+fn stored(values: &[f32], storage: Storage) -> Vec<f32> {
+    match storage {
+        Storage::F32 => values.to_vec(),
+        Storage::F16 => values.iter().map(|&x| f16::from_f32(x).to_f32()).collect(),
+    }
+}
+
+/// [`assert_close`] within `share` of the reference's largest value.
+fn assert_close_within(what: &str, got: &[f32], want: &[f32], share: f32) {
     assert_eq!(got.len(), want.len(), "{what}: lengths");
     let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
     assert!(
@@ -86,7 +114,7 @@ fn assert_close(what: &str, got: &[f32], want: &[f32]) {
     // The MSL kernels compute in f32 like the CPU ops; a bound relative to the output's largest
     // value allows for their different summation orders.
     let tolerance = Tolerance {
-        atol: 1e-4 * scale,
+        atol: share * scale,
         rtol: 0.0,
     };
     let comparison = compare_elements(got, want, tolerance);
@@ -346,27 +374,33 @@ fn attention_against_cpu() {
             cpu_values(&cpu, &cv),
         );
         in_each_schedule(|sim| {
-            let (mut sk, mut sv) = (
-                sim.tensor(ctx, kv_cols, &cache_k),
-                sim.tensor(ctx, kv_cols, &cache_v),
-            );
-            let out = ops::attention(
-                sim,
-                &sim.tensor(rows, n_head * head_dim, &q),
-                &sim.tensor(rows, kv_cols, &k),
-                &sim.tensor(rows, kv_cols, &v),
-                &KvCache {
-                    k: &mut sk,
-                    v: &mut sv,
-                    pos0,
-                },
-                shape,
-            )
-            .expect("attention");
-            let what = format!("{shape:?} rows {rows} at {pos0} {:?}", sim.order);
-            assert_close(&format!("attention {what}"), &out.values(), &want);
-            assert_eq!(sk.values(), want_k, "k cache {what}");
-            assert_eq!(sv.values(), want_v, "v cache {what}");
+            for storage in CACHE_STORAGES {
+                let (mut sk, mut sv) = (
+                    sim.cache(ctx, kv_cols, &cache_k, storage),
+                    sim.cache(ctx, kv_cols, &cache_v, storage),
+                );
+                let out = ops::attention(
+                    sim,
+                    &sim.tensor(rows, n_head * head_dim, &q),
+                    &sim.tensor(rows, kv_cols, &k),
+                    &sim.tensor(rows, kv_cols, &v),
+                    &KvCache {
+                        k: &mut sk,
+                        v: &mut sv,
+                        pos0,
+                    },
+                    shape,
+                )
+                .expect("attention");
+                let what = format!(
+                    "{shape:?} rows {rows} at {pos0} {:?}, {storage:?} cache",
+                    sim.order
+                );
+                let share = attention_share(storage);
+                assert_close_within(&format!("attention {what}"), &out.values(), &want, share);
+                assert_eq!(sk.values(), stored(&want_k, storage), "k cache {what}");
+                assert_eq!(sv.values(), stored(&want_v, storage), "v cache {what}");
+            }
         });
     }
 }
@@ -765,36 +799,45 @@ fn gated_attention_against_cpu() {
             cpu_values(&cpu, &cv),
         );
         in_each_schedule(|sim| {
-            let (mut sk, mut sv) = (
-                sim.tensor(ctx, kv_cols, &cache_k),
-                sim.tensor(ctx, kv_cols, &cache_v),
-            );
-            let out = ops::gated_attention(
-                sim,
-                &GatedAttention {
-                    q_and_gate: &sim.tensor(1, 2 * n_head * head_dim, &q_and_gate),
-                    k: &sim.tensor(1, kv_cols, &k),
-                    v: &sim.tensor(1, kv_cols, &v),
-                    q_norm: &sim.tensor(1, head_dim, &q_norm),
-                    k_norm: &sim.tensor(1, head_dim, &k_norm),
-                    eps,
-                    rope,
-                    shape,
-                },
-                &KvCache {
-                    k: &mut sk,
-                    v: &mut sv,
-                    pos0,
-                },
-            )
-            .expect("gated_attention");
-            let what = format!(
-                "gated_attention {shape:?} rope {rot} at {pos0} {:?}",
-                sim.order
-            );
-            assert_close(&what, &out.values(), &want);
-            assert_close(&format!("{what}: k cache"), &sk.values(), &want_k);
-            assert_eq!(sv.values(), want_v, "{what}: v cache");
+            for storage in CACHE_STORAGES {
+                let (mut sk, mut sv) = (
+                    sim.cache(ctx, kv_cols, &cache_k, storage),
+                    sim.cache(ctx, kv_cols, &cache_v, storage),
+                );
+                let out = ops::gated_attention(
+                    sim,
+                    &GatedAttention {
+                        q_and_gate: &sim.tensor(1, 2 * n_head * head_dim, &q_and_gate),
+                        k: &sim.tensor(1, kv_cols, &k),
+                        v: &sim.tensor(1, kv_cols, &v),
+                        q_norm: &sim.tensor(1, head_dim, &q_norm),
+                        k_norm: &sim.tensor(1, head_dim, &k_norm),
+                        eps,
+                        rope,
+                        shape,
+                    },
+                    &KvCache {
+                        k: &mut sk,
+                        v: &mut sv,
+                        pos0,
+                    },
+                )
+                .expect("gated_attention");
+                let what = format!(
+                    "gated_attention {shape:?} rope {rot} at {pos0} {:?}, {storage:?} cache",
+                    sim.order
+                );
+                let share = attention_share(storage);
+                assert_close_within(&what, &out.values(), &want, share);
+                // The new k row is rotated on both sides, in different orders.
+                assert_close_within(
+                    &format!("{what}: k cache"),
+                    &sk.values(),
+                    &stored(&want_k, storage),
+                    share,
+                );
+                assert_eq!(sv.values(), stored(&want_v, storage), "{what}: v cache");
+            }
         });
     }
 }

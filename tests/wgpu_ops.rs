@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 
 use half::{bf16, f16};
 use qwen35::backend::gpu::{
-    GpuError, GpuOptions, GpuTensor, GpuWeight, WeightFormat, Wgpu, ATTENTION_PREFILL_MIN_ROWS,
-    DELTA_RULE_PREFILL_MIN_ROWS, GEMM_MIN_ROWS,
+    GpuError, GpuOptions, GpuTensor, GpuWeight, Storage, WeightFormat, Wgpu,
+    ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_PREFILL_MIN_ROWS, GEMM_MIN_ROWS,
 };
 use qwen35::backend::{AttentionShape, DeltaNetShape, DeltaRule, KvCache, Qkv};
 use qwen35::compare::{compare_elements, Tolerance};
@@ -98,6 +98,11 @@ enum Numerics {
     /// The prefill GEMM or attention on cooperative matrices: inputs rounded to f16 (2⁻¹¹),
     /// sums in f32.
     F16Gemm,
+    /// Attention in f32 over a KV cache in f16: each cached key and value rounded to f16
+    /// (2⁻¹¹ of itself), the query and this call's rows not; products and sums in f32. Also a
+    /// whole forward whose only rounding beyond f32 sums is its caches' (the tiny fixtures:
+    /// 1.1e-4 on lavapipe).
+    F16KvCache,
     /// The chunked delta rule on cooperative matrices: every operand of its three products per
     /// chunk rounded to f16 (the values, the state and its updates too), sums and the carried
     /// state in f32.
@@ -112,7 +117,9 @@ impl Numerics {
     /// forward 3.2e-3; F16Gemm from its rounding (~2e-3 at 4.5σ over the tests' sizes);
     /// F16DeltaRule on an H100 (lavapipe has no cooperative matrices): outputs 4.9e-3, state
     /// 3.4e-3 over chunked_delta_rule_against_reference_at_awkward_sizes, its bound the
-    /// LossyForward one, as the other delta-rule tests' shapes and decays were not measured apart.
+    /// LossyForward one, as the other delta-rule tests' shapes and decays were not measured apart;
+    /// F16KvCache 1.4e-3 of RMS + |want| on lavapipe over the attention tests (decode and the
+    /// f32 prefill over f16 caches), about three f16 roundings of the cached values (2⁻¹¹ each).
     fn share(self) -> f32 {
         match self {
             Numerics::Exact => 0.0,
@@ -120,6 +127,7 @@ impl Numerics {
             Numerics::F32Sums => 1e-4,
             Numerics::IntegerGemv => 5e-3,
             Numerics::F16Gemm => 1e-2,
+            Numerics::F16KvCache => 3e-3,
             Numerics::F16DeltaRule => 3e-2,
             Numerics::LossyForward => 3e-2,
         }
@@ -153,12 +161,13 @@ impl Numerics {
         }
     }
 
-    /// A prefill attention (from ATTENTION_PREFILL_MIN_ROWS query rows) on `device`.
-    fn attention(device: &Wgpu) -> Numerics {
-        if device.attention_in_f16() {
-            Numerics::F16Gemm
-        } else {
-            Numerics::F32Sums
+    /// Attention of `rows` query rows on `device` over a cache stored as `storage`: from
+    /// ATTENTION_PREFILL_MIN_ROWS rows on cooperative matrices where the device has them.
+    fn cached_attention(device: &Wgpu, rows: usize, storage: Storage) -> Numerics {
+        match (rows >= ATTENTION_PREFILL_MIN_ROWS, storage) {
+            (true, _) if device.attention_in_f16() => Numerics::F16Gemm,
+            (_, Storage::F16) => Numerics::F16KvCache,
+            (_, Storage::F32) => Numerics::F32Sums,
         }
     }
 
@@ -185,6 +194,27 @@ fn assert_close(what: &str, got: &[f32], want: &[f32], numerics: Numerics) {
 
 fn read_all(gpu: &Wgpu, x: &GpuTensor) -> Vec<f32> {
     gpu.read_rows(x, 0, usize::MAX).expect("readback")
+}
+
+/// Both ways a KV cache is stored.
+const CACHE_STORAGES: [Storage; 2] = [Storage::F16, Storage::F32];
+
+/// A cache stored as `storage` holds `want`: exactly in f32; in f16 each value rounded to
+/// within an f16 ulp (2⁻¹⁰ of itself, 2⁻²⁴ among the subnormals), whichever way the kernel's
+/// conversion rounds.
+fn assert_cache_holds(what: &str, got: &[f32], want: &[f32], storage: Storage) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    let ulps = match storage {
+        Storage::F32 => 0.0,
+        Storage::F16 => 1.0,
+    };
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ulp = (w.abs() * 2f32.powi(-10)).max(2f32.powi(-24));
+        assert!(
+            (g - w).abs() <= ulps * ulp,
+            "{what}: {storage:?} cache value {i} is {g}, stored from {w}"
+        );
+    }
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -591,12 +621,16 @@ fn attention_prefill_then_decode() {
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng::new(8);
     const { assert!(ATTENTION_PREFILL_MIN_ROWS <= 20) };
-    for shape in [(6, 2, 40), (3, 3, 132), (8, 1, 256)] {
+    let shapes = [(6, 2, 40), (3, 3, 132), (8, 1, 256)];
+    for (shape, storage) in shapes
+        .into_iter()
+        .flat_map(|shape| CACHE_STORAGES.map(|storage| (shape, storage)))
+    {
         let (n_head, n_kv_head, head_dim) = shape;
         let schedule = [(0, 67), (67, 20), (87, 1)];
         let (kv_cols, capacity, history) = (n_kv_head * head_dim, 100, 88);
-        let mut k_cache = gpu.zeros(capacity, kv_cols).unwrap();
-        let mut v_cache = gpu.zeros(capacity, kv_cols).unwrap();
+        let mut k_cache = gpu.zeros_stored(storage, capacity, kv_cols).unwrap();
+        let mut v_cache = gpu.zeros_stored(storage, capacity, kv_cols).unwrap();
         let k_hist = rng.vec(history * kv_cols);
         let v_hist: Vec<f32> = rng.vec(history * kv_cols).iter().map(|v| v * 3.0).collect();
         for (pos0, rows) in schedule {
@@ -627,16 +661,15 @@ fn attention_prefill_then_decode() {
                 )
                 .unwrap();
             let want = reference_attention(&q, &k_hist, &v_hist, pos0, shape);
-            let what = format!("attention {shape:?}, {rows} rows at {pos0}");
-            let numerics = if rows >= ATTENTION_PREFILL_MIN_ROWS {
-                Numerics::attention(gpu)
-            } else {
-                Numerics::F32Sums
-            };
+            let what = format!("attention {shape:?}, {rows} rows at {pos0}, {storage:?} cache");
+            let numerics = Numerics::cached_attention(gpu, rows, storage);
             assert_close(&what, &read_all(gpu, &out), &want, numerics);
         }
-        assert_eq!(gpu.read_rows(&k_cache, 0, history).unwrap(), k_hist);
-        assert_eq!(gpu.read_rows(&v_cache, 0, history).unwrap(), v_hist);
+        let what = format!("attention {shape:?}");
+        let k_got = gpu.read_rows(&k_cache, 0, history).unwrap();
+        assert_cache_holds(&what, &k_got, &k_hist, storage);
+        let v_got = gpu.read_rows(&v_cache, 0, history).unwrap();
+        assert_cache_holds(&what, &v_got, &v_hist, storage);
     }
 }
 
@@ -644,8 +677,8 @@ fn attention_prefill_then_decode() {
 /// splits of the cache merged from 1025 on; GQA 6:1 and 1:1 at head dims 256, 128 and 64, a group of 16 (more
 /// query heads than one workgroup serves) at an odd head dim, and a cache long enough for
 /// splits of more than one tile of rows (eight kv heads at 20300 rows: splits of 320); with and
-/// without subgroups, and by query head (`--per-head-attention`). The step's k and v must land
-/// in the cache.
+/// without subgroups, and by query head (`--per-head-attention`); over caches in f16 and f32.
+/// The step's k and v must land in the cache.
 #[test]
 fn decode_attention_at_awkward_depths() {
     let Some(gpu) = gpu() else { return };
@@ -677,11 +710,23 @@ fn decode_attention_at_awkward_depths() {
         let q: Vec<f32> = rng.vec(n_head * head_dim).iter().map(|v| v * 4.0).collect();
         let want = reference_attention(&q, &k_hist, &v_hist, pos0, shape);
         let new_row = pos0 * kv_cols..depth * kv_cols;
-        for (device, how) in devices {
+        let runs = devices
+            .into_iter()
+            .flat_map(|device| CACHE_STORAGES.map(|storage| (device, storage)));
+        for ((device, how), storage) in runs {
             // The cache holds the history up to the new row, which is garbage until written.
-            let stale = |hist: &[f32]| [&hist[..new_row.start], &vec![7.0; kv_cols]].concat();
-            let mut k_cache = device.upload(depth, kv_cols, &stale(&k_hist)).unwrap();
-            let mut v_cache = device.upload(depth, kv_cols, &stale(&v_hist)).unwrap();
+            let stale = |hist: &[f32]| {
+                let cache = device.zeros_stored(storage, depth, kv_cols).unwrap();
+                device
+                    .write_rows(&cache, 0, &hist[..new_row.start])
+                    .unwrap();
+                device
+                    .write_rows(&cache, pos0, &vec![7.0; kv_cols])
+                    .unwrap();
+                cache
+            };
+            let mut k_cache = stale(&k_hist);
+            let mut v_cache = stale(&v_hist);
             let qt = device.upload(1, n_head * head_dim, &q).unwrap();
             let kt = device.upload(1, kv_cols, &k_hist[new_row.clone()]).unwrap();
             let vt = device.upload(1, kv_cols, &v_hist[new_row.clone()]).unwrap();
@@ -702,18 +747,20 @@ fn decode_attention_at_awkward_depths() {
                     },
                 )
                 .unwrap();
-            let what = format!("decode attention {shape:?} over {depth} rows, {how}");
-            assert_close(&what, &read_all(device, &out), &want, Numerics::F32Sums);
-            assert_eq!(read_all(device, &k_cache), k_hist, "{what}: k cache");
-            assert_eq!(read_all(device, &v_cache), v_hist, "{what}: v cache");
+            let what =
+                format!("decode attention {shape:?} over {depth} rows, {how}, {storage:?} cache");
+            let numerics = Numerics::cached_attention(device, 1, storage);
+            assert_close(&what, &read_all(device, &out), &want, numerics);
+            assert_cache_holds(&what, &read_all(device, &k_cache), &k_hist, storage);
+            assert_cache_holds(&what, &read_all(device, &v_cache), &v_hist, storage);
         }
     }
 }
 
 /// The prefill attention on cooperative matrices against the reference at sizes off its tiles:
 /// prompts of 1, 7, 129 and 300 tokens, then 7 more reading them back from the cache, heads of
-/// 64, 128 and 256, GQA 6:1 and 1:1, the second call gated; the cache must end up holding every
-/// k and v row. Where the adapter has no cooperative matrices (lavapipe) it skips, saying so,
+/// 64, 128 and 256, GQA 6:1 and 1:1, the second call gated, over caches in f16 and f32; the
+/// cache must end up holding every k and v row. Where the adapter has no cooperative matrices (lavapipe) it skips, saying so,
 /// unless QWEN35_REQUIRE_COOPERATIVE=1 makes that a failure.
 #[test]
 fn cooperative_attention_prefill_against_reference() {
@@ -737,10 +784,13 @@ fn cooperative_attention_prefill_against_reference() {
         let shape = (2 * group, 2, head_dim);
         let (n_head, n_kv_head, _) = shape;
         let kv_cols = n_kv_head * head_dim;
-        for prompt in [1, 7, 129, 300] {
+        let runs = [1, 7, 129, 300]
+            .into_iter()
+            .flat_map(|prompt| CACHE_STORAGES.map(|storage| (prompt, storage)));
+        for (prompt, storage) in runs {
             let history = prompt + 7;
-            let mut k_cache = gpu.zeros(history, kv_cols).unwrap();
-            let mut v_cache = gpu.zeros(history, kv_cols).unwrap();
+            let mut k_cache = gpu.zeros_stored(storage, history, kv_cols).unwrap();
+            let mut v_cache = gpu.zeros_stored(storage, history, kv_cols).unwrap();
             let k_hist = rng.vec(history * kv_cols);
             let v_hist: Vec<f32> = rng.vec(history * kv_cols).iter().map(|v| v * 3.0).collect();
             for (pos0, rows, gated) in [(0, prompt, false), (prompt, 7, true)] {
@@ -779,11 +829,16 @@ fn cooperative_attention_prefill_against_reference() {
                         *w *= sigmoid(gate[(i / head_dim * 2 + 1) * head_dim + i % head_dim]);
                     }
                 }
-                let what = format!("cooperative attention {shape:?}, {rows} rows at {pos0}");
+                let what = format!(
+                    "cooperative attention {shape:?}, {rows} rows at {pos0}, {storage:?} cache"
+                );
                 assert_close(&what, &read_all(gpu, &out), &want, Numerics::F16Gemm);
             }
-            assert_eq!(gpu.read_rows(&k_cache, 0, history).unwrap(), k_hist);
-            assert_eq!(gpu.read_rows(&v_cache, 0, history).unwrap(), v_hist);
+            let what = format!("cooperative attention {shape:?}");
+            let k_got = gpu.read_rows(&k_cache, 0, history).unwrap();
+            assert_cache_holds(&what, &k_got, &k_hist, storage);
+            let v_got = gpu.read_rows(&v_cache, 0, history).unwrap();
+            assert_cache_holds(&what, &v_got, &v_hist, storage);
         }
     }
 }
@@ -1626,7 +1681,7 @@ fn gemm_against_reference_for_every_format() {
 }
 
 /// The tiny fixture models end to end: a prefill then decode steps on the GPU give the CPU
-/// backend's logits.
+/// backend's logits, with KV caches in f16 and in f32.
 #[test]
 fn tiny_models_match_the_cpu_backend() {
     use qwen35::backend::cpu::CpuBackend;
@@ -1637,19 +1692,31 @@ fn tiny_models_match_the_cpu_backend() {
     if gpu().is_none() {
         return;
     }
-    for name in ["tiny-q4_k.gguf", "tiny-q8_0.gguf", "tiny-f32.gguf"] {
+    let models = ["tiny-q4_k.gguf", "tiny-q8_0.gguf", "tiny-f32.gguf"];
+    for (name, f16_kv_cache) in models
+        .into_iter()
+        .flat_map(|name| [(name, true), (name, false)])
+    {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/").to_string() + name;
         let file = Arc::new(GgufFile::open(&path).unwrap());
         let config = Config::from_gguf(&file).unwrap();
         let cpu = CpuBackend::new(1).unwrap();
         let mut on_cpu = Session::new(cpu, &file, config.clone(), 32).unwrap();
-        let device = Wgpu::new().unwrap();
+        let device = Wgpu::with_options(&GpuOptions {
+            f16_kv_cache,
+            ..GpuOptions::default()
+        })
+        .unwrap();
+        let cache = device.kv_cache_storage(config.n_kv_head * config.head_dim);
         let numerics =
             if name == "tiny-q4_k.gguf" || device.gemm_in_f16() || device.attention_in_f16() {
                 Numerics::LossyForward
+            } else if cache == Storage::F16 {
+                Numerics::F16KvCache
             } else {
                 Numerics::F32Sums
             };
+        let name = format!("{name} ({cache:?} KV cache)");
         let mut on_gpu = Session::new(device, &file, config, 32).unwrap();
         // The last chunk is long enough for the tiled GEMM.
         let chunk: Vec<u32> = (0..GEMM_MIN_ROWS as u32 + 3).map(|i| 2 + 9 * i).collect();
@@ -1877,13 +1944,19 @@ fn fused_delta_net_ops_match_their_compositions() {
 
 /// gated_attention (q/k norm and RoPE in one dispatch, the gate in the attention kernel) against
 /// the model's steps, op by op on the CPU backend, over a prefill, two decode steps, a second
-/// prefill and a decode step past one dispatch's rows.
+/// prefill and a decode step past one dispatch's rows; over caches in f16 and f32.
 #[test]
 fn fused_gated_attention_matches_its_composition() {
+    let Some(gpu) = gpu() else { return };
+    for storage in CACHE_STORAGES {
+        fused_gated_attention_over_a_cache_in(gpu, storage);
+    }
+}
+
+fn fused_gated_attention_over_a_cache_in(gpu: &Wgpu, storage: Storage) {
     use qwen35::backend::cpu::{CpuBackend, CpuMode};
     use qwen35::backend::{Backend, GatedAttention, KvCache, RopeShape};
     use qwen35::model::forward::gated_attention_steps;
-    let Some(gpu) = gpu() else { return };
     let cpu = CpuBackend::with_options(1, CpuMode::Exact).unwrap();
     let mut rng = Rng::new(15);
     let shape = AttentionShape {
@@ -1908,8 +1981,8 @@ fn fused_gated_attention_matches_its_composition() {
     );
     let capacity = 300;
     let (mut g_kc, mut g_vc) = (
-        gpu.zeros(capacity, kv_cols).unwrap(),
-        gpu.zeros(capacity, kv_cols).unwrap(),
+        gpu.zeros_stored(storage, capacity, kv_cols).unwrap(),
+        gpu.zeros_stored(storage, capacity, kv_cols).unwrap(),
     );
     let (mut c_kc, mut c_vc) = (cpu.zeros(capacity, kv_cols), cpu.zeros(capacity, kv_cols));
     let mut pos0 = 0;
@@ -1972,23 +2045,22 @@ fn fused_gated_attention_matches_its_composition() {
         .unwrap();
         let want = cpu.read_rows(&want, 0, rows);
         assert_close(
-            &format!("gated attention at {pos0}"),
+            &format!("gated attention at {pos0}, {storage:?} cache"),
             &read_all(gpu, &got),
             &want,
-            if rows >= ATTENTION_PREFILL_MIN_ROWS {
-                Numerics::attention(gpu)
-            } else {
-                Numerics::F32Sums
-            },
+            Numerics::cached_attention(gpu, rows, storage),
         );
         pos0 += rows;
     }
     let want = cpu.read_rows(&c_kc, 0, pos0);
     assert_close(
-        "k cache",
+        &format!("{storage:?} k cache"),
         &gpu.read_rows(&g_kc, 0, pos0).unwrap(),
         &want,
-        Numerics::F32,
+        match storage {
+            Storage::F32 => Numerics::F32,
+            Storage::F16 => Numerics::F16KvCache,
+        },
     );
 }
 

@@ -604,6 +604,11 @@ impl Backend for CpuBackend {
         CpuTensor { rows, cols, data }
     }
 
+    /// f32: the CPU is the exact reference.
+    fn kv_cache(&self, rows: usize, cols: usize) -> CpuTensor {
+        self.zeros(rows, cols)
+    }
+
     fn dims(&self, x: &CpuTensor) -> (usize, usize) {
         (x.rows, x.cols)
     }

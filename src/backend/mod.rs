@@ -282,6 +282,10 @@ pub trait Backend: Send + Sync {
     fn upload(&self, rows: usize, cols: usize, data: &[f32]) -> Result<Self::Tensor, BackendError>;
     /// A zero matrix of `rows × cols`.
     fn zeros(&self, rows: usize, cols: usize) -> Self::Tensor;
+    /// A zero KV cache of `rows` positions of `cols` values, for [`KvCache`]: stored as the
+    /// backend chooses (a GPU in f16), read and written through [`Backend::read_rows`] and
+    /// [`Backend::write_rows`] as f32 like any tensor.
+    fn kv_cache(&self, rows: usize, cols: usize) -> Self::Tensor;
     /// (rows, cols) of a tensor.
     fn dims(&self, x: &Self::Tensor) -> (usize, usize);
     /// Waits for pending work and copies rows `start..start+count` to the host (clamped to the tensor).

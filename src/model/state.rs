@@ -1,5 +1,7 @@
 //! Per-sequence state: a KV cache per attention layer, conv and recurrent state per DeltaNet
-//! layer (§4, §5), all f32 on the backend; snapshots are bit-exact host copies.
+//! layer (§4, §5), f32 on the backend except KV caches the backend stores otherwise
+//! ([`Backend::kv_cache`], f16 on a GPU); snapshots are f32 host copies, bit-exact to what the
+//! backend holds.
 
 use super::config::{Config, LayerKind};
 use super::ModelError;
@@ -65,8 +67,8 @@ impl<B: Backend> State<B> {
                 LayerKind::FullAttention => {
                     let width = cfg.n_kv_head * cfg.head_dim;
                     LayerState::Attention {
-                        k: backend.zeros(context_len, width),
-                        v: backend.zeros(context_len, width),
+                        k: backend.kv_cache(context_len, width),
+                        v: backend.kv_cache(context_len, width),
                     }
                 }
                 LayerKind::DeltaNet => LayerState::DeltaNet {

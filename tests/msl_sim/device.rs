@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use qwen35::backend::gpu::msl_kernels::MslKernel;
 use qwen35::backend::gpu::msl_ops::{Dispatch, MslDevice, WeightLayout, WeightPart};
+use qwen35::backend::gpu::Storage;
 use qwen35::backend::BackendError;
 use qwen35::quant::{row_bytes, GgmlType};
 
@@ -16,11 +17,21 @@ pub struct SimTensor {
     pub rows: usize,
     pub cols: usize,
     pub buffer: DeviceBuffer,
+    pub storage: Storage,
 }
 
 impl SimTensor {
+    /// The values as f32, whatever the storage.
     pub fn values(&self) -> Vec<f32> {
-        self.buffer.f32s()
+        match self.storage {
+            Storage::F32 => self.buffer.f32s(),
+            Storage::F16 => self
+                .buffer
+                .bytes()
+                .chunks_exact(2)
+                .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+                .collect(),
+        }
     }
 }
 
@@ -120,6 +131,27 @@ impl SimDevice {
             rows,
             cols,
             buffer: DeviceBuffer::from_f32(values),
+            storage: Storage::F32,
+        }
+    }
+
+    /// A KV cache holding `values` stored as `storage` (in f16 rounded to nearest).
+    pub fn cache(&self, rows: usize, cols: usize, values: &[f32], storage: Storage) -> SimTensor {
+        assert_eq!(rows * cols, values.len(), "cache values");
+        let buffer = match storage {
+            Storage::F32 => DeviceBuffer::from_f32(values),
+            Storage::F16 => DeviceBuffer::from_bytes(
+                &values
+                    .iter()
+                    .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
+                    .collect::<Vec<u8>>(),
+            ),
+        };
+        SimTensor {
+            rows,
+            cols,
+            buffer,
+            storage,
         }
     }
 
@@ -165,6 +197,10 @@ impl MslDevice for SimDevice {
 
     fn dims(&self, x: &SimTensor) -> (usize, usize) {
         (x.rows, x.cols)
+    }
+
+    fn storage(&self, x: &SimTensor) -> Storage {
+        x.storage
     }
 
     fn buffer<'a>(&self, x: &'a SimTensor) -> &'a DeviceBuffer {

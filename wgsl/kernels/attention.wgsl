@@ -25,8 +25,8 @@ struct Params {
 @group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> k_new: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> k_cache: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<KvQuad>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<KvQuad>;
 @group(0) @binding(6) var<storage, read_write> out: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read> gate_src: array<vec4<f32>>;
 
@@ -44,14 +44,14 @@ var<workgroup> weights: array<f32, TILE>;
 // vec4 `lane` of key row j: rows before pos0 from the cache, this call's from k_new.
 fn key_at(j: u32, lane: u32) -> vec4<f32> {
     if (j < p.pos0) {
-        return k_cache[j * p.kv_cols / 4u + lane];
+        return kv_quad_values(k_cache[j * p.kv_cols / 4u + lane]);
     }
     return k_new[(j - p.pos0) * p.kv_cols / 4u + lane];
 }
 
 fn value_at(j: u32, lane: u32) -> vec4<f32> {
     if (j < p.pos0) {
-        return v_cache[j * p.kv_cols / 4u + lane];
+        return kv_quad_values(v_cache[j * p.kv_cols / 4u + lane]);
     }
     return v_new[(j - p.pos0) * p.kv_cols / 4u + lane];
 }
@@ -78,8 +78,8 @@ fn main(
     if (h % group == 0u && owns) {
         let src = t * p.kv_cols / 4u + kv_lane;
         let dst = (p.pos0 + t) * p.kv_cols / 4u + kv_lane;
-        k_cache[dst] = k_new[src];
-        v_cache[dst] = v_new[src];
+        k_cache[dst] = kv_quad(k_new[src]);
+        v_cache[dst] = kv_quad(v_new[src]);
     }
     let q_part = select(vec4<f32>(0.0), q[q_index], owns);
 

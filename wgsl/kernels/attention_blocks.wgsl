@@ -24,8 +24,8 @@ struct Params {
 @group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> k_new: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> k_cache: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<KvQuad>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<KvQuad>;
 // Per (head, block): max, sum, then head_dim weighted-value sums.
 @group(0) @binding(6) var<storage, read_write> block_results: array<f32>;
 

@@ -7,7 +7,8 @@
 //   memory), masked to keys 0..=pos0+t; then per row the running max and sum, and the weights;
 //   then the output rows, rescaled, plus weights·V over value slices of VALUE_SLICE dims.
 // The workgroup also writes its tokens' k and v into cache rows pos0..; keys of this call are read
-// from k_new and v_new, so no workgroup reads cache rows that another one writes. With `gated`
+// from k_new and v_new, so no workgroup reads cache rows that another one writes. Keys and values
+// go by pairs of head dims, a word of an f16 cache (kv_cache_*.wgsl); head_dim is even. With `gated`
 // the output is multiplied by sigmoid(gate), the gate half of each 2·head_dim group of
 // `gate_src` (the q projection's output); otherwise gate_src is unread.
 
@@ -26,8 +27,8 @@ struct Params {
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k_new: array<f32>;
 @group(0) @binding(3) var<storage, read> v_new: array<f32>;
-@group(0) @binding(4) var<storage, read_write> k_cache: array<f32>;
-@group(0) @binding(5) var<storage, read_write> v_cache: array<f32>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<KvPair>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<KvPair>;
 @group(0) @binding(6) var<storage, read_write> out: array<f32>;
 @group(0) @binding(7) var<storage, read> gate_src: array<f32>;
 
@@ -54,21 +55,24 @@ var<workgroup> row_max: array<f32, ROWS>;
 var<workgroup> row_sum: array<f32, ROWS>;
 var<workgroup> row_rescale: array<f32, ROWS>;
 
-// Column `col` of key row j: rows before pos0 from the cache, this call's from k_new.
-fn key_at(j: u32, col: u32) -> f32 {
+// Columns col and col + 1 (col even) of key row j: rows before pos0 from the cache, this call's
+// from k_new.
+fn key_pair(j: u32, col: u32) -> vec2<f32> {
     let kv_cols = p.n_kv_head * p.head_dim;
     if (j < p.pos0) {
-        return k_cache[j * kv_cols + col];
+        return kv_pair_values(k_cache[(j * kv_cols + col) / 2u]);
     }
-    return k_new[(j - p.pos0) * kv_cols + col];
+    let at = (j - p.pos0) * kv_cols + col;
+    return vec2<f32>(k_new[at], k_new[at + 1u]);
 }
 
-fn value_at(j: u32, col: u32) -> f32 {
+fn value_pair(j: u32, col: u32) -> vec2<f32> {
     let kv_cols = p.n_kv_head * p.head_dim;
     if (j < p.pos0) {
-        return v_cache[j * kv_cols + col];
+        return kv_pair_values(v_cache[(j * kv_cols + col) / 2u]);
     }
-    return v_new[(j - p.pos0) * kv_cols + col];
+    let at = (j - p.pos0) * kv_cols + col;
+    return vec2<f32>(v_new[at], v_new[at + 1u]);
 }
 
 @compute @workgroup_size(THREADS)
@@ -91,11 +95,12 @@ fn main(
     let kv_base = kvh * p.head_dim;
     // Row r of the block is token first_token + r / group, q head kvh·group + r % group.
 
-    for (var e = lid; e < tokens * p.head_dim; e += THREADS) {
-        let t = first_token + e / p.head_dim;
-        let col = kv_base + e % p.head_dim;
-        k_cache[(p.pos0 + t) * kv_cols + col] = k_new[t * kv_cols + col];
-        v_cache[(p.pos0 + t) * kv_cols + col] = v_new[t * kv_cols + col];
+    let head_pairs = p.head_dim / 2u;
+    for (var e = lid; e < tokens * head_pairs; e += THREADS) {
+        let at = (first_token + e / head_pairs) * kv_cols + kv_base + 2u * (e % head_pairs);
+        let dst = (p.pos0 * kv_cols + at) / 2u;
+        k_cache[dst] = kv_pair(vec2<f32>(k_new[at], k_new[at + 1u]));
+        v_cache[dst] = kv_pair(vec2<f32>(v_new[at], v_new[at + 1u]));
     }
     if (lid < ROWS) {
         row_max[lid] = NEG_HUGE;
@@ -124,14 +129,15 @@ fn main(
                 }
                 q_s[r * (DIM_SLICE + 1u) + e % DIM_SLICE] = value;
             }
-            for (var e = lid; e < KEYS * DIM_SLICE; e += THREADS) {
-                let j = k0 + e / DIM_SLICE;
-                let d = d0 + e % DIM_SLICE;
-                var value = 0.0;
-                if (j <= last_key && d < p.head_dim) {
-                    value = key_at(j, kv_base + d);
+            for (var e = lid; e < KEYS * DIM_SLICE / 2u; e += THREADS) {
+                let key = e / (DIM_SLICE / 2u);
+                let c = 2u * (e % (DIM_SLICE / 2u));
+                var pair = vec2<f32>(0.0);
+                if (k0 + key <= last_key && d0 + c < p.head_dim) {
+                    pair = key_pair(k0 + key, kv_base + d0 + c);
                 }
-                k_s[(e / DIM_SLICE) * (DIM_SLICE + 1u) + e % DIM_SLICE] = value;
+                k_s[key * (DIM_SLICE + 1u) + c] = pair.x;
+                k_s[key * (DIM_SLICE + 1u) + c + 1u] = pair.y;
             }
             workgroupBarrier();
             for (var c = 0u; c < DIM_SLICE; c++) {
@@ -182,14 +188,15 @@ fn main(
             if (d0 < p.head_dim) {
                 // The weights are ready and the last slice's values are read.
                 workgroupBarrier();
-                for (var e = lid; e < KEYS * VALUE_SLICE; e += THREADS) {
-                    let j = k0 + e / VALUE_SLICE;
-                    let d = d0 + e % VALUE_SLICE;
-                    var value = 0.0;
-                    if (j <= last_key && d < p.head_dim) {
-                        value = value_at(j, kv_base + d);
+                for (var e = lid; e < KEYS * VALUE_SLICE / 2u; e += THREADS) {
+                    let key = e / (VALUE_SLICE / 2u);
+                    let c = 2u * (e % (VALUE_SLICE / 2u));
+                    var pair = vec2<f32>(0.0);
+                    if (k0 + key <= last_key && d0 + c < p.head_dim) {
+                        pair = value_pair(k0 + key, kv_base + d0 + c);
                     }
-                    v_s[e] = value;
+                    v_s[2u * e] = pair.x;
+                    v_s[2u * e + 1u] = pair.y;
                 }
                 workgroupBarrier();
                 let rescale = row_rescale[value_row];

@@ -2,8 +2,8 @@
 // of `padded_dim` halves, two to a word, head-major (head h's rows are contiguous), zeros past
 // the head dim and past the last row, times `scale`. Rows 0..pos0 come from `cache`, rows pos0..
 // from `incoming`; with `write_cache` those are also written into the cache (k and v of this
-// call), each element by the one invocation that reads it. Values beyond the f16 range are
-// clamped to it. One invocation per word.
+// call), each pair of head dims by the one invocation that reads it (a word of an f16 cache,
+// kv_cache_*.wgsl). Values beyond the f16 range are clamped to it. One invocation per word.
 
 struct Params {
     heads: u32,
@@ -18,25 +18,29 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> incoming: array<f32>;
-@group(0) @binding(2) var<storage, read_write> cache: array<f32>;
+@group(0) @binding(2) var<storage, read_write> cache: array<KvPair>;
 @group(0) @binding(3) var<storage, read_write> halves: array<u32>;
 
 const F16_MAX: f32 = 65504.0;
 
-fn scaled_at(row: u32, h: u32, d: u32) -> f32 {
+// Head dims d and d + 1 (d even; head_dim is even) of head h of `row`, scaled.
+fn scaled_pair(row: u32, h: u32, d: u32) -> vec2<f32> {
     if (d >= p.head_dim || row >= p.pos0 + p.new_rows) {
-        return 0.0;
+        return vec2<f32>(0.0);
     }
     let at = h * p.head_dim + d;
     let cols = p.heads * p.head_dim;
+    var pair: vec2<f32>;
     if (row < p.pos0) {
-        return clamp(cache[row * cols + at] * p.scale, -F16_MAX, F16_MAX);
+        pair = kv_pair_values(cache[(row * cols + at) / 2u]);
+    } else {
+        let source = (row - p.pos0) * cols + at;
+        pair = vec2<f32>(incoming[source], incoming[source + 1u]);
+        if (p.write_cache != 0u) {
+            cache[(row * cols + at) / 2u] = kv_pair(pair);
+        }
     }
-    let value = incoming[(row - p.pos0) * cols + at];
-    if (p.write_cache != 0u) {
-        cache[row * cols + at] = value;
-    }
-    return clamp(value * p.scale, -F16_MAX, F16_MAX);
+    return clamp(pair * p.scale, vec2<f32>(-F16_MAX), vec2<f32>(F16_MAX));
 }
 
 @compute @workgroup_size(WG)
@@ -53,5 +57,5 @@ fn main(
     let d = (i % words) * 2u;
     let row = (i / words) % p.padded_rows;
     let h = i / (words * p.padded_rows);
-    halves[i] = pack2x16float(vec2<f32>(scaled_at(row, h, d), scaled_at(row, h, d + 1u)));
+    halves[i] = pack2x16float(scaled_pair(row, h, d));
 }

@@ -6,7 +6,7 @@
 //! cache), its softmax in f32.
 
 use super::kernels::Kernel;
-use super::ops::{attention_bindings, check_attention, f32_bytes, WG};
+use super::ops::{attention_bindings, cache_bytes, check_attention, f32_bytes, WG};
 use super::{GpuError, GpuTensor, Wgpu};
 use crate::backend::{checks, AttentionCall, AttentionShape};
 
@@ -74,7 +74,7 @@ impl Wgpu {
             .map(|b| call.pos0 + ((b + 1) * tokens_per_block).min(call.q.rows))
             .sum();
         self.record(
-            Kernel::AttentionPrefill,
+            Kernel::AttentionPrefill(call.k_cache.storage),
             &[
                 shape.n_head as u32,
                 shape.n_kv_head as u32,
@@ -89,7 +89,7 @@ impl Wgpu {
             blocks * shape.n_kv_head,
             f32_bytes(&[call.q])
                 + call.gate.map_or(0, |g| f32_bytes(&[g]) / 2)
-                + (kv_rows_read * shape.kv_cols() * 8) as u64,
+                + cache_bytes(&call, kv_rows_read),
         )?;
         Ok(out)
     }
@@ -177,7 +177,7 @@ impl Wgpu {
         let padded_dim = c.head_dim.next_multiple_of(COOP_DEPTH);
         let words = self.output(c.heads * c.padded_rows, padded_dim / 2)?;
         self.record(
-            Kernel::AttentionPrefillHalves,
+            Kernel::AttentionPrefillHalves(c.cache.storage),
             &[
                 c.heads as u32,
                 c.head_dim as u32,
@@ -190,7 +190,7 @@ impl Wgpu {
             ],
             &[&c.incoming.buffer, &c.cache.buffer, &words.buffer],
             words.len().div_ceil(WG),
-            f32_bytes(&[c.incoming]) + (c.pos0 * c.heads * c.head_dim * 4) as u64,
+            f32_bytes(&[c.incoming]) + c.cache.row_bytes(c.pos0),
         )?;
         Ok(words)
     }
@@ -221,6 +221,7 @@ fn block_tokens(shape: AttentionShape) -> Result<usize, GpuError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::gpu::Storage;
     use crate::backend::KvCache;
 
     /// The gated output is the plain one times sigmoid of the gate halves (the plain one is
@@ -287,22 +288,31 @@ mod tests {
 
     /// The f16 copies of the cooperative kernel (built here even where it cannot run, e.g. on
     /// lavapipe): head-major, scaled, zeros past the head dim and the rows, rows before pos0
-    /// from the cache and the rest from the new rows, which also land in the cache.
+    /// from the cache and the rest from the new rows, which also land in the cache (f32 or f16).
     #[test]
     fn halves_are_head_major_copies_that_fill_the_cache() {
         let Some(mut gpu) = super::super::test_gpu() else {
             return;
         };
-        gpu.pipelines
-            .add(&gpu.device, Kernel::AttentionPrefillHalves)
-            .unwrap();
+        for storage in [Storage::F32, Storage::F16] {
+            gpu.pipelines
+                .add(&gpu.device, Kernel::AttentionPrefillHalves(storage))
+                .unwrap();
+            halves_from_a_cache_in(&gpu, storage);
+        }
+    }
+
+    fn halves_from_a_cache_in(gpu: &Wgpu, storage: Storage) {
         let (heads, head_dim, pos0, rows, padded_rows) = (3, 40, 5, 7, 64);
         let cols = heads * head_dim;
         let value = |i: usize| (i as f32 * 0.377).sin() * 3.0;
-        let history: Vec<f32> = (0..(pos0 + rows) * cols).map(value).collect();
-        let mut cache_rows = history[..pos0 * cols].to_vec();
-        cache_rows.resize(history.len(), 0.0);
-        let cache = gpu.upload(pos0 + rows, cols, &cache_rows).unwrap();
+        let stored = |x: f32| match storage {
+            Storage::F32 => x,
+            Storage::F16 => half::f16::from_f32(x).to_f32(),
+        };
+        let history: Vec<f32> = (0..(pos0 + rows) * cols).map(value).map(stored).collect();
+        let cache = gpu.zeros_stored(storage, pos0 + rows, cols).unwrap();
+        gpu.write_rows(&cache, 0, &history[..pos0 * cols]).unwrap();
         let incoming = gpu.upload(rows, cols, &history[pos0 * cols..]).unwrap();
         let scale = 0.5;
         let words = gpu
@@ -317,7 +327,11 @@ mod tests {
                 into_cache: true,
             })
             .unwrap();
-        assert_eq!(gpu.read_rows(&cache, 0, pos0 + rows).unwrap(), history);
+        assert_eq!(
+            gpu.read_rows(&cache, 0, pos0 + rows).unwrap(),
+            history,
+            "{storage:?} cache"
+        );
         let padded_dim = COOP_DEPTH;
         let halves: Vec<f32> = gpu
             .read_rows(&words, 0, words.rows)
@@ -342,7 +356,7 @@ mod tests {
             };
             assert!(
                 (got - want).abs() <= want.abs() * 1e-3,
-                "head {h} row {row} dim {d}: {got} for {want}"
+                "{storage:?} cache: head {h} row {row} dim {d}: {got} for {want}"
             );
         }
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::msl_kernels::MslFormat;
 use super::msl_ops::{self, Dispatch, MslDevice, MslLauncher, WeightLayout, WeightPart};
-use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
+use super::{GpuError, GpuTensor, GpuWeight, Storage, Wgpu};
 use crate::backend::{
     rms_norm_matmul_each, sample_on_host, AttentionShape, Backend, BackendError, BackendStats,
     ConvQkvNorm, DeltaRule, GatedAttention, GatedDeltaRule, KvCache, PendingRead, Qkv,
@@ -80,6 +80,10 @@ impl MslDevice for MslOn<'_> {
 
     fn dims(&self, x: &GpuTensor) -> (usize, usize) {
         x.dims()
+    }
+
+    fn storage(&self, x: &GpuTensor) -> Storage {
+        x.storage
     }
 
     fn buffer<'a>(&self, x: &'a GpuTensor) -> &'a wgpu::Buffer {
@@ -180,6 +184,15 @@ impl Backend for Wgpu {
         })
     }
 
+    /// In f16 unless [`GpuOptions::f16_kv_cache`](super::GpuOptions::f16_kv_cache) is off (see
+    /// [`Wgpu::kv_cache`]); a cache too large for a binding poisons the backend as in `zeros`.
+    fn kv_cache(&self, rows: usize, cols: usize) -> GpuTensor {
+        Wgpu::kv_cache(self, rows, cols).unwrap_or_else(|e| {
+            self.poison(&e);
+            self.placeholder(rows, cols)
+        })
+    }
+
     fn dims(&self, x: &GpuTensor) -> (usize, usize) {
         x.dims()
     }
@@ -194,7 +207,7 @@ impl Backend for Wgpu {
 
     /// A failed readback poisons the backend and yields no values.
     fn start_read(&self, x: &GpuTensor) -> PendingRead {
-        let size = (x.len() * 4) as u64;
+        let size = x.row_bytes(x.rows);
         if size == 0 {
             return PendingRead::ready(Vec::new());
         }
@@ -202,9 +215,10 @@ impl Backend for Wgpu {
             .check_device()
             .and_then(|()| self.recorder.start_read(&x.buffer, 0, size));
         let sink = Arc::clone(&self.device_error);
+        let storage = x.storage;
         match started {
             Ok(read) => PendingRead::new(move || match read.wait() {
-                Ok(bytes) => bytemuck::pod_collect_to_vec(&bytes),
+                Ok(bytes) => storage.values(&bytes),
                 Err(e) => {
                     log::error!("wgpu: {e}");
                     if let Ok(mut first) = sink.lock() {

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use crate::quant::GgmlType;
 
 use super::kernel_build::{source_file, validated_pipeline, SourceFile};
-use super::GpuError;
+use super::{GpuError, Storage};
 
 macro_rules! wgsl {
     ($name:literal) => {
@@ -63,6 +63,14 @@ const SOFTPLUS: SourceFile = wgsl!("lib/softplus");
 const ROPE_ANGLE: SourceFile = wgsl!("lib/rope_angle");
 const DELTA_RULE_CHUNKED_IO: SourceFile = wgsl!("lib/delta_rule_chunked_io");
 const DECODE_KV_ROWS: SourceFile = wgsl!("lib/decode_kv_rows");
+
+/// The KV cache access of the attention kernels on a cache stored as `storage`.
+fn kv_cache(storage: Storage) -> SourceFile {
+    match storage {
+        Storage::F32 => wgsl!("lib/kv_cache_f32"),
+        Storage::F16 => wgsl!("lib/kv_cache_f16"),
+    }
+}
 
 /// A weight storage format with a GPU decoder: the file's blocks, bound as they are.
 #[allow(non_camel_case_types)]
@@ -266,19 +274,21 @@ pub enum Kernel {
     L2Norm,
     Rope,
     QkNormRope,
-    Attention,
+    /// Attention over a KV cache stored as the [`Storage`] given, as are the other kernels that
+    /// read or write a cache.
+    Attention(Storage),
     /// Attention of one query row, each kv head's cache rows read once for its GQA group's
     /// query heads: one dispatch, or splits of the cache merged by [`Kernel::AttentionCombine`].
-    AttentionDecode,
+    AttentionDecode(Storage),
     /// Attention of one query row by query head and block of cache rows
     /// ([`super::GpuOptions::per_head_attention`]), merged by [`Kernel::AttentionCombine`].
-    AttentionBlocks,
+    AttentionBlocks(Storage),
     AttentionCombine,
     /// Attention for many query rows at once (prefill), by blocks of query tokens.
-    AttentionPrefill,
+    AttentionPrefill(Storage),
     /// Rows of q, k or v as f16 for [`Kernel::AttentionPrefillCoop`] (k and v also into the
     /// cache).
-    AttentionPrefillHalves,
+    AttentionPrefillHalves(Storage),
     /// [`Kernel::AttentionPrefill`] on cooperative matrices (tensor cores), over f16 copies.
     AttentionPrefillCoop,
     Conv1dSilu,
@@ -327,6 +337,15 @@ impl Kernel {
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Gemm(f)));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::HalfWeights(f)));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Embed(f)));
+        for storage in [Storage::F32, Storage::F16] {
+            all.extend([
+                Kernel::Attention(storage),
+                Kernel::AttentionDecode(storage),
+                Kernel::AttentionBlocks(storage),
+                Kernel::AttentionPrefill(storage),
+                Kernel::AttentionPrefillHalves(storage),
+            ]);
+        }
         all.extend([
             Kernel::HalfActivations,
             Kernel::GemmCoop,
@@ -341,12 +360,7 @@ impl Kernel {
             Kernel::L2Norm,
             Kernel::Rope,
             Kernel::QkNormRope,
-            Kernel::Attention,
-            Kernel::AttentionDecode,
-            Kernel::AttentionBlocks,
             Kernel::AttentionCombine,
-            Kernel::AttentionPrefill,
-            Kernel::AttentionPrefillHalves,
             Kernel::AttentionPrefillCoop,
             Kernel::Conv1dSilu,
             Kernel::ConvQkvNorm,
@@ -373,6 +387,11 @@ impl Kernel {
             Kernel::Gemm(f) => format!("gemm_{f:?}").to_lowercase(),
             Kernel::HalfWeights(f) => format!("half_weights_{f:?}").to_lowercase(),
             Kernel::Embed(f) => format!("embed_{f:?}").to_lowercase(),
+            Kernel::Attention(s) => format!("Attention_{s:?}"),
+            Kernel::AttentionDecode(s) => format!("AttentionDecode_{s:?}"),
+            Kernel::AttentionBlocks(s) => format!("AttentionBlocks_{s:?}"),
+            Kernel::AttentionPrefill(s) => format!("AttentionPrefill_{s:?}"),
+            Kernel::AttentionPrefillHalves(s) => format!("AttentionPrefillHalves_{s:?}"),
             other => format!("{other:?}"),
         }
     }
@@ -399,12 +418,14 @@ impl Kernel {
             Kernel::L2Norm => "l2_norm".into(),
             Kernel::Rope => "rope".into(),
             Kernel::QkNormRope => "qk_norm_rope".into(),
-            Kernel::Attention
-            | Kernel::AttentionDecode
-            | Kernel::AttentionBlocks
+            Kernel::Attention(_)
+            | Kernel::AttentionDecode(_)
+            | Kernel::AttentionBlocks(_)
             | Kernel::AttentionCombine => "attention".into(),
-            Kernel::AttentionPrefill | Kernel::AttentionPrefillCoop => "attention prefill".into(),
-            Kernel::AttentionPrefillHalves => "attention prefill f16 qkv".into(),
+            Kernel::AttentionPrefill(_) | Kernel::AttentionPrefillCoop => {
+                "attention prefill".into()
+            }
+            Kernel::AttentionPrefillHalves(_) => "attention prefill f16 qkv".into(),
             Kernel::Conv1dSilu => "conv1d_silu".into(),
             Kernel::ConvQkvNorm => "conv_qkv_norm".into(),
             // Greedy decoding's token choice.
@@ -444,7 +465,7 @@ impl Kernel {
     pub fn is_cooperative_attention(self) -> bool {
         matches!(
             self,
-            Kernel::AttentionPrefillHalves | Kernel::AttentionPrefillCoop
+            Kernel::AttentionPrefillHalves(_) | Kernel::AttentionPrefillCoop
         )
     }
 
@@ -524,12 +545,23 @@ impl Kernel {
             Kernel::L2Norm => files.extend([REDUCE, wgsl!("kernels/l2_norm")]),
             Kernel::Rope => files.extend([ROPE_ANGLE, wgsl!("kernels/rope")]),
             Kernel::QkNormRope => files.extend([REDUCE, ROPE_ANGLE, wgsl!("kernels/qk_norm_rope")]),
-            Kernel::Attention => files.extend([REDUCE, wgsl!("kernels/attention")]),
-            Kernel::AttentionDecode => {
-                files.extend([DECODE_KV_ROWS, wgsl!("kernels/attention_decode")]);
+            Kernel::Attention(storage) => {
+                files.extend([REDUCE, kv_cache(storage), wgsl!("kernels/attention")]);
             }
-            Kernel::AttentionBlocks => {
-                files.extend([REDUCE, DECODE_KV_ROWS, wgsl!("kernels/attention_blocks")]);
+            Kernel::AttentionDecode(storage) => {
+                files.extend([
+                    kv_cache(storage),
+                    DECODE_KV_ROWS,
+                    wgsl!("kernels/attention_decode"),
+                ]);
+            }
+            Kernel::AttentionBlocks(storage) => {
+                files.extend([
+                    REDUCE,
+                    kv_cache(storage),
+                    DECODE_KV_ROWS,
+                    wgsl!("kernels/attention_blocks"),
+                ]);
             }
             Kernel::AttentionCombine => files.push(wgsl!("kernels/attention_combine")),
             Kernel::Conv1dSilu => files.push(wgsl!("kernels/conv1d_silu")),
@@ -544,8 +576,12 @@ impl Kernel {
             }
             Kernel::DeltaNetGates => files.extend([SOFTPLUS, wgsl!("kernels/delta_net_gates")]),
             Kernel::DeltaRule => files.extend([SOFTPLUS, wgsl!("kernels/delta_rule")]),
-            Kernel::AttentionPrefill => files.push(wgsl!("kernels/attention_prefill")),
-            Kernel::AttentionPrefillHalves => files.push(wgsl!("kernels/attention_prefill_halves")),
+            Kernel::AttentionPrefill(storage) => {
+                files.extend([kv_cache(storage), wgsl!("kernels/attention_prefill")]);
+            }
+            Kernel::AttentionPrefillHalves(storage) => {
+                files.extend([kv_cache(storage), wgsl!("kernels/attention_prefill_halves")]);
+            }
             Kernel::AttentionPrefillCoop => files.push(wgsl!("kernels/attention_prefill_coop")),
             Kernel::DeltaRuleChunkFactors => files.push(wgsl!("kernels/delta_rule_chunk_factors")),
             Kernel::DeltaRuleChunked => {
@@ -585,7 +621,7 @@ impl Kernel {
             Kernel::RmsNormQuantized => 128,
             // A chunk of 4096 logits is 16 a invocation (top_k_chunks.wgsl `PER`).
             Kernel::TopKChunks | Kernel::TopKDraw => 256,
-            Kernel::AttentionDecode => ATTENTION_DECODE_WG,
+            Kernel::AttentionDecode(_) => ATTENTION_DECODE_WG,
             Kernel::DeltaRuleScan => DELTA_RULE_SCAN_WG,
             _ => DEFAULT_WG,
         }

@@ -1,4 +1,5 @@
-//! Device memory: f32 activation tensors and weights kept in their file format.
+//! Device memory: activation tensors (f32, or KV caches in f16) and weights kept in their file
+//! format.
 //!
 //! Activation buffers are recycled: a dropped tensor's buffer goes back to a pool by size class
 //! and the next op output of that class takes it. A forward then records the same buffers every
@@ -41,13 +42,60 @@ impl BufferPool {
     }
 }
 
-/// A row-major f32 matrix in one storage buffer. Not `Clone`: two handles on one buffer could
-/// be bound as both input and in-place output of one dispatch.
+/// How a tensor's values lie in its buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Storage {
+    F32,
+    /// f16, two to a u32 word (a row of `cols` values is `cols / 2` words), so that kernels on
+    /// devices without `SHADER_F16` read them with `unpack2x16float`. Only KV caches
+    /// ([`Wgpu::kv_cache`]), whose rows are whole quads of values.
+    F16,
+}
+
+impl Storage {
+    pub fn value_bytes(self) -> u64 {
+        match self {
+            Storage::F32 => 4,
+            Storage::F16 => 2,
+        }
+    }
+
+    /// The f32 values of `bytes` stored this way.
+    pub(super) fn values(self, bytes: &[u8]) -> Vec<f32> {
+        match self {
+            Storage::F32 => bytemuck::pod_collect_to_vec(bytes),
+            Storage::F16 => bytes
+                .chunks_exact(2)
+                .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+                .collect(),
+        }
+    }
+
+    /// `values` stored this way; past the f16 range they are clamped to it, as the kernels
+    /// clamp what they store.
+    fn bytes(self, values: &[f32]) -> Vec<u8> {
+        match self {
+            Storage::F32 => bytemuck::cast_slice(values).to_vec(),
+            Storage::F16 => values
+                .iter()
+                .flat_map(|&x| {
+                    let max = half::f16::MAX.to_f32();
+                    half::f16::from_f32(x.clamp(-max, max)).to_le_bytes()
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A row-major matrix in one storage buffer, f32 unless it is a KV cache ([`Storage`]). Not
+/// `Clone`: two handles on one buffer could be bound as both input and in-place output of one
+/// dispatch.
 #[derive(Debug)]
 pub struct GpuTensor {
     pub(crate) rows: usize,
     pub(crate) cols: usize,
     pub(crate) buffer: wgpu::Buffer,
+    pub(crate) storage: Storage,
     /// Where the buffer goes when the tensor is dropped.
     pool: Option<Arc<BufferPool>>,
 }
@@ -69,6 +117,11 @@ impl GpuTensor {
 
     pub(super) fn len(&self) -> usize {
         self.rows * self.cols
+    }
+
+    /// Bytes of the values of `rows` rows.
+    pub(super) fn row_bytes(&self, rows: usize) -> u64 {
+        (rows * self.cols) as u64 * self.storage.value_bytes()
     }
 }
 
@@ -124,13 +177,24 @@ const TENSOR_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
 impl Wgpu {
     /// Fails unless `rows × cols` f32 values fit one storage binding.
     fn tensor_bytes(&self, what: &str, rows: usize, cols: usize) -> Result<u64, GpuError> {
+        self.stored_bytes(what, Storage::F32, rows, cols)
+    }
+
+    /// Fails unless `rows × cols` values stored as `storage` fit one storage binding.
+    fn stored_bytes(
+        &self,
+        what: &str,
+        storage: Storage,
+        rows: usize,
+        cols: usize,
+    ) -> Result<u64, GpuError> {
         let bytes = (rows as u64)
             .checked_mul(cols as u64)
-            .and_then(|n| n.checked_mul(4))
+            .and_then(|n| n.checked_mul(storage.value_bytes()))
             .unwrap_or(u64::MAX);
         if bytes > self.binding_limit {
             return Err(GpuError::TooLarge {
-                what: format!("{what} tensor of {rows}×{cols} f32"),
+                what: format!("{what} tensor of {rows}×{cols} {storage:?}"),
                 bytes,
                 limit: self.binding_limit,
             });
@@ -157,15 +221,50 @@ impl Wgpu {
             rows,
             cols,
             buffer,
+            storage: Storage::F32,
             pool: None,
         })
     }
 
     /// A zero matrix in a new buffer (wgpu clears new buffers).
     pub fn zeros(&self, rows: usize, cols: usize) -> Result<GpuTensor, GpuError> {
-        let bytes = self.tensor_bytes("zeros", rows, cols)?;
+        self.zeros_stored(Storage::F32, rows, cols)
+    }
+
+    /// A zero KV cache of `rows` positions of `cols` values: in f16 where
+    /// [`GpuOptions::f16_kv_cache`](super::GpuOptions::f16_kv_cache) is on and a row is whole
+    /// quads of values (as every WGSL attention kernel's is), else in f32.
+    pub fn kv_cache(&self, rows: usize, cols: usize) -> Result<GpuTensor, GpuError> {
+        self.zeros_stored(self.kv_cache_storage(cols), rows, cols)
+    }
+
+    /// How [`Wgpu::kv_cache`] stores a cache of `cols` columns.
+    pub fn kv_cache_storage(&self, cols: usize) -> Storage {
+        if self.f16_kv_cache && cols.is_multiple_of(4) {
+            Storage::F16
+        } else {
+            Storage::F32
+        }
+    }
+
+    /// A zero matrix stored as `storage` (tests build caches of either kind on one device).
+    pub fn zeros_stored(
+        &self,
+        storage: Storage,
+        rows: usize,
+        cols: usize,
+    ) -> Result<GpuTensor, GpuError> {
+        if storage == Storage::F16 && !cols.is_multiple_of(4) {
+            return Err(GpuError::Shape {
+                op: "zeros",
+                detail: format!("f16 rows of {cols} values, not whole quads"),
+            });
+        }
+        let bytes = self.stored_bytes("zeros", storage, rows, cols)?;
         let buffer = self.new_buffer(BufferPool::size_class(bytes))?;
-        Ok(self.pooled_tensor(rows, cols, buffer))
+        let mut tensor = self.pooled_tensor(rows, cols, buffer);
+        tensor.storage = storage;
+        Ok(tensor)
     }
 
     /// A matrix of unspecified values for an op to overwrite entirely: a recycled buffer when
@@ -223,6 +322,7 @@ impl Wgpu {
             rows,
             cols,
             buffer,
+            storage: Storage::F32,
             pool: Some(Arc::clone(&self.buffer_pool)),
         }
     }
@@ -240,11 +340,13 @@ impl Wgpu {
             rows,
             cols,
             buffer,
+            storage: Storage::F32,
             pool: None,
         }
     }
 
-    /// Waits for the recorded work and copies rows `start..start+count` (clamped) to the host.
+    /// Waits for the recorded work and copies rows `start..start+count` (clamped) to the host,
+    /// as f32 whatever the tensor's [`Storage`].
     pub fn read_rows(
         &self,
         x: &GpuTensor,
@@ -257,13 +359,8 @@ impl Wgpu {
         if end == start || x.cols == 0 {
             return Ok(Vec::new());
         }
-        let offset = (start * x.cols * 4) as u64;
-        let size = ((end - start) * x.cols * 4) as u64;
-        let bytes = self.read_bytes(&x.buffer, offset, size)?;
-        Ok(bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect())
+        let bytes = self.read_bytes(&x.buffer, x.row_bytes(start), x.row_bytes(end - start))?;
+        Ok(x.storage.values(&bytes))
     }
 
     /// Waits for the recorded work and copies a whole buffer (a tensor's, a weight part's) to
@@ -295,7 +392,8 @@ impl Wgpu {
         self.recorder.write(buffer, 0, bytes)
     }
 
-    /// Overwrites whole rows from `start` with host values, after the work recorded so far.
+    /// Overwrites whole rows from `start` with host values, after the work recorded so far
+    /// (stored as the tensor's [`Storage`]).
     pub fn write_rows(&self, x: &GpuTensor, start: usize, data: &[f32]) -> Result<(), GpuError> {
         let from = start.saturating_mul(x.cols);
         let fits = x.cols > 0
@@ -316,7 +414,7 @@ impl Wgpu {
             return Ok(());
         }
         self.recorder
-            .write(&x.buffer, (from * 4) as u64, bytemuck::cast_slice(data))
+            .write(&x.buffer, x.row_bytes(start), &x.storage.bytes(data))
     }
 
     /// Uploads a weight of `rows` rows of `cols` elements of type `ty` from its file bytes,

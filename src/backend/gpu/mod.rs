@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 
 pub use error::GpuError;
 pub use kernels::{kernel_sources, KernelSource, WeightFormat};
-pub use memory::{GpuTensor, GpuWeight};
+pub use memory::{GpuTensor, GpuWeight, Storage};
 pub use msl_ops::MslLauncher;
 pub use ops::{ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_PREFILL_MIN_ROWS, GEMM_MIN_ROWS};
 pub use options::GpuOptions;
@@ -80,6 +80,8 @@ pub struct Wgpu {
     last_half: Mutex<Option<ops::LastHalf>>,
     /// Decode attention by query head ([`GpuOptions::per_head_attention`]).
     per_head_attention: bool,
+    /// KV caches in f16 ([`GpuOptions::f16_kv_cache`]).
+    f16_kv_cache: bool,
     /// The MSL kernel set, when one is installed ([`Wgpu::with_msl`]).
     msl: Option<Arc<dyn MslLauncher>>,
     /// Rows per buffer of an uploaded weight at most, below what the binding limit allows
@@ -308,6 +310,7 @@ impl Wgpu {
             last_quantized: Mutex::new(None),
             last_half: Mutex::new(None),
             per_head_attention: options.per_head_attention,
+            f16_kv_cache: options.f16_kv_cache,
             msl: None,
             max_weight_part_rows: usize::MAX,
         };

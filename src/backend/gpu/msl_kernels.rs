@@ -4,6 +4,7 @@
 //! with `#line` markers so that compiler messages name the right file and line.
 
 use super::kernel_build::{source_file, SourceFile};
+use super::Storage;
 use crate::quant::GgmlType;
 
 macro_rules! msl {
@@ -107,7 +108,8 @@ pub enum MslKernel {
     CopyRows,
     Rope,
     QkNormRope,
-    AttentionBlocks,
+    /// Decode attention's first pass over a KV cache stored as the [`Storage`] given.
+    AttentionBlocks(Storage),
     AttentionCombine,
     Conv1dSilu,
     ConvQkvNorm,
@@ -132,7 +134,8 @@ impl MslKernel {
             MslKernel::CopyRows,
             MslKernel::Rope,
             MslKernel::QkNormRope,
-            MslKernel::AttentionBlocks,
+            MslKernel::AttentionBlocks(Storage::F32),
+            MslKernel::AttentionBlocks(Storage::F16),
             MslKernel::AttentionCombine,
             MslKernel::Conv1dSilu,
             MslKernel::ConvQkvNorm,
@@ -150,6 +153,7 @@ impl MslKernel {
             MslKernel::GemvSwiglu(f) => format!("gemv_swiglu_{}", f.suffix()),
             MslKernel::GemvNormed(f) => format!("gemv_normed_{}", f.suffix()),
             MslKernel::Embed(f) => format!("embed_{}", f.suffix()),
+            MslKernel::AttentionBlocks(s) => format!("attention_blocks_{s:?}").to_lowercase(),
             _ => self.entry().to_string(),
         }
     }
@@ -178,7 +182,7 @@ impl MslKernel {
             MslKernel::CopyRows => "copy_rows",
             MslKernel::Rope => "rope",
             MslKernel::QkNormRope => "qk_norm_rope",
-            MslKernel::AttentionBlocks => "attention_blocks",
+            MslKernel::AttentionBlocks(_) => "attention_blocks",
             MslKernel::AttentionCombine => "attention_combine",
             MslKernel::Conv1dSilu => "conv1d_silu",
             MslKernel::ConvQkvNorm => "conv_qkv_norm",
@@ -228,7 +232,7 @@ impl MslKernel {
             MslKernel::Swiglu | MslKernel::SigmoidMul => &[Read, Read, ReadWrite],
             MslKernel::SliceCols | MslKernel::CopyRows | MslKernel::Rope => &[Read, ReadWrite],
             MslKernel::QkNormRope => &[Read, Read, Read, Read, ReadWrite, ReadWrite],
-            MslKernel::AttentionBlocks => &[Read, Read, Read, ReadWrite, ReadWrite, ReadWrite],
+            MslKernel::AttentionBlocks(_) => &[Read, Read, Read, ReadWrite, ReadWrite, ReadWrite],
             MslKernel::AttentionCombine => &[Read, Read, ReadWrite],
             MslKernel::Conv1dSilu => &[Read, Read, ReadWrite, ReadWrite],
             MslKernel::ConvQkvNorm => &[Read, Read, ReadWrite, ReadWrite, ReadWrite, ReadWrite],
@@ -256,7 +260,13 @@ impl MslKernel {
             MslKernel::CopyRows => vec![msl!("copy_rows")],
             MslKernel::Rope => vec![ROPE_ANGLE, msl!("rope")],
             MslKernel::QkNormRope => vec![THREADGROUP_REDUCE, ROPE_ANGLE, msl!("qk_norm_rope")],
-            MslKernel::AttentionBlocks => vec![msl!("attention_blocks")],
+            MslKernel::AttentionBlocks(storage) => vec![
+                match storage {
+                    Storage::F32 => msl!("kv_cache_f32"),
+                    Storage::F16 => msl!("kv_cache_f16"),
+                },
+                msl!("attention_blocks"),
+            ],
             MslKernel::AttentionCombine => vec![msl!("attention_combine")],
             MslKernel::Conv1dSilu => vec![CAUSAL_CONV, msl!("conv1d_silu")],
             MslKernel::ConvQkvNorm => vec![THREADGROUP_REDUCE, CAUSAL_CONV, msl!("conv_qkv_norm")],

@@ -5,7 +5,7 @@
 //! simulator's own device. Either way a simulated test exercises the real launch.
 
 use super::msl_kernels::{MslFormat, MslKernel};
-use super::{GpuError, Wgpu};
+use super::{GpuError, Storage, Wgpu};
 use crate::backend::{
     checks, AttentionCall, AttentionShape, BackendError, ConvQkvNorm, DeltaNetShape, DeltaRule,
     DeltaRuleGates, GatedAttention, GatedDeltaRule, KvCache, Qkv,
@@ -19,6 +19,8 @@ pub trait MslDevice {
     type Buffer: ?Sized;
 
     fn dims(&self, x: &Self::Tensor) -> (usize, usize);
+    /// How the tensor's values lie in its buffer (f32 but for KV caches).
+    fn storage(&self, x: &Self::Tensor) -> Storage;
     fn buffer<'a>(&self, x: &'a Self::Tensor) -> &'a Self::Buffer;
     fn weight<'a>(&self, w: &'a Self::Weight) -> WeightLayout<'a, Self::Buffer>;
     /// A tensor of `rows × cols` for a kernel to overwrite entirely.
@@ -716,13 +718,20 @@ fn decode_attention<D: MslDevice + ?Sized>(
         call.shape,
     )
     .map_err(|e| shape_error(op, e))?;
+    let storage = d.storage(call.k_cache);
+    if d.storage(call.v_cache) != storage {
+        return Err(shape_error(
+            op,
+            format!("caches in {storage:?} and {:?}", d.storage(call.v_cache)),
+        ));
+    }
     let kv_cols = call.shape.kv_cols();
     let blocks = (call.pos0 + 1).div_ceil(ATTENTION_BLOCK_ROWS);
     let partials = d.output(n_head * blocks, 2 + head_dim)?;
     let scale = call.shape.scale();
     run(
         d,
-        MslKernel::AttentionBlocks,
+        MslKernel::AttentionBlocks(storage),
         &[
             n_head as u32,
             n_kv_head as u32,
@@ -741,7 +750,8 @@ fn decode_attention<D: MslDevice + ?Sized>(
             d.buffer(&partials),
         ],
         n_head * blocks,
-        f32_bytes(n_head * head_dim + 2 * (call.pos0 + 1) * kv_cols),
+        f32_bytes(n_head * head_dim)
+            + 2 * ((call.pos0 + 1) * kv_cols) as u64 * storage.value_bytes(),
     )?;
     let out = d.output(1, n_head * head_dim)?;
     run(

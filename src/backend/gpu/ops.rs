@@ -71,7 +71,8 @@ pub(super) fn attention_bindings<'a>(
     ]
 }
 
-/// [`checks::attention`] on the operands of `call`.
+/// [`checks::attention`] on the operands of `call`, whose caches must be stored alike, and
+/// (pairs of head dims being a word of an f16 cache) in heads of even width.
 pub(super) fn check_attention(call: &AttentionCall<'_, GpuTensor>) -> Result<(), String> {
     checks::attention(
         call.q.dims(),
@@ -81,7 +82,19 @@ pub(super) fn check_attention(call: &AttentionCall<'_, GpuTensor>) -> Result<(),
         call.v_cache.dims(),
         call.pos0,
         call.shape,
-    )
+    )?;
+    if call.k_cache.storage != call.v_cache.storage || !call.shape.head_dim.is_multiple_of(2) {
+        return Err(format!(
+            "caches in {:?} and {:?}, heads of {}: one storage, heads of even width",
+            call.k_cache.storage, call.v_cache.storage, call.shape.head_dim
+        ));
+    }
+    Ok(())
+}
+
+/// Bytes of the k and v cache rows `0..rows` of `call`, for the profile.
+pub(super) fn cache_bytes(call: &AttentionCall<'_, GpuTensor>, rows: usize) -> u64 {
+    call.k_cache.row_bytes(rows) + call.v_cache.row_bytes(rows)
 }
 
 fn shape_error(op: &'static str, detail: String) -> GpuError {

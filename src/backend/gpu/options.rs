@@ -34,6 +34,9 @@ pub struct GpuOptions {
     /// reading its kv head's rows again (else so only up to 1024 cached rows, and past them one
     /// pass over each kv head's rows for its GQA group; to compare).
     pub per_head_attention: bool,
+    /// KV caches in f16 (two halves to a u32 word), half the bytes decode attention reads at
+    /// depth; else f32 (to compare). Attention's sums stay f32 either way.
+    pub f16_kv_cache: bool,
 }
 
 impl Default for GpuOptions {
@@ -48,6 +51,7 @@ impl Default for GpuOptions {
             all_shader_checks: false,
             subgroups: true,
             per_head_attention: false,
+            f16_kv_cache: true,
         }
     }
 }

@@ -188,7 +188,7 @@ impl Wgpu {
         }
         let out = self.output(call.q.rows, call.q.cols)?;
         self.record(
-            Kernel::Attention,
+            Kernel::Attention(call.k_cache.storage),
             &[
                 shape.n_head as u32,
                 shape.n_kv_head as u32,
@@ -201,7 +201,7 @@ impl Wgpu {
             ],
             &attention_bindings(&call, &out),
             call.q.rows * shape.n_head,
-            f32_bytes(&[call.q]) + ((call.pos0 + call.q.rows) * shape.kv_cols() * 8) as u64,
+            f32_bytes(&[call.q]) + cache_bytes(&call, call.pos0 + call.q.rows),
         )?;
         Ok(out)
     }
@@ -223,7 +223,7 @@ impl Wgpu {
         let splits = rows.div_ceil(split_rows);
         self.decode_attention_in_splits(
             call,
-            Kernel::AttentionDecode,
+            Kernel::AttentionDecode(call.k_cache.storage),
             &[split_rows as u32, splits as u32, shape.scale().to_bits()],
             splits,
             groups * splits,
@@ -239,7 +239,7 @@ impl Wgpu {
         let blocks = (call.pos0 + 1).div_ceil(WG);
         self.decode_attention_in_splits(
             call,
-            Kernel::AttentionBlocks,
+            Kernel::AttentionBlocks(call.k_cache.storage),
             &[blocks as u32, call.shape.scale().to_bits(), 0],
             blocks,
             call.shape.n_head * blocks,
@@ -275,7 +275,7 @@ impl Wgpu {
             &params,
             &attention_bindings(&call, &partial)[..6],
             workgroups,
-            f32_bytes(&[call.q]) + ((call.pos0 + 1) * kv_cols * 8) as u64,
+            f32_bytes(&[call.q]) + cache_bytes(&call, call.pos0 + 1),
         )?;
         self.combine_attention(&partial, splits, call)
     }

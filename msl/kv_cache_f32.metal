@@ -1,0 +1,6 @@
+// KV cache values in f32 (--f32-kv-cache): kv_cache_f16.metal's KvValue and KV_MAX over floats.
+#include <metal_stdlib>
+using namespace metal;
+
+typedef float KvValue;
+constant float KV_MAX = INFINITY;
