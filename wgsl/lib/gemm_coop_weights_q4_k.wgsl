@@ -7,6 +7,9 @@
 
 @group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
 
+// Two invocations a tile row.
+const_assert THREADS == 2u * TILE;
+
 var<private> w_head: vec4<u32>;
 var<private> w_nibbles: vec4<u32>;
 // c of the fetched sub-blocks 2c, 2c+1.

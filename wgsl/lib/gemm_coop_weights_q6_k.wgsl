@@ -8,6 +8,9 @@
 
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 
+// Two invocations a tile row.
+const_assert THREADS == 2u * TILE;
+
 // For k = 0, 1: two words of the first part's nibbles, two of the second's, two of pairs.
 var<private> w_quants: array<u32, 12>;
 // d·scale of the step's two parts.

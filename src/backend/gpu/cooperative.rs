@@ -388,28 +388,38 @@ impl Wgpu {
         }
     }
 
-    /// Cosine between the cooperative and the f32 GEMM of the startup check.
+    /// Least cosine between the cooperative and the f32 GEMM of the startup check, over an f32
+    /// weight (the f16 scratch path) and Q4_K and Q6_K ones (their tile decoders, where on).
     fn cooperative_gemm_agreement(&self) -> Result<f64, GpuError> {
-        let (rows, cols, tokens) = (150, 96, 140);
-        let w: Vec<f32> = (0..rows * cols).map(|i| check_value(i, 53, 97)).collect();
-        let x: Vec<f32> = (0..tokens * cols)
-            .map(|i| check_value(i, 37, 101))
-            .collect();
-        let weight = self.upload_weight_in_parts(
-            "cooperative check",
-            GgmlType::F32,
-            rows,
-            cols,
-            bytemuck::cast_slice(&w),
-            70,
-        )?;
-        let x = self.upload(tokens, cols, &x)?;
-        let plain = self.gemm(&x, &weight)?;
-        let cooperative = self.gemm_cooperative(&x, &weight)?;
-        Ok(crate::compare::cosine(
-            &self.read_rows(&cooperative, 0, tokens)?,
-            &self.read_rows(&plain, 0, tokens)?,
-        ))
+        let (rows, tokens) = (150, 140);
+        let mut least = f64::INFINITY;
+        for (ty, cols) in [
+            (GgmlType::F32, 96),
+            (GgmlType::Q4_K, 256),
+            (GgmlType::Q6_K, 256),
+        ] {
+            let w: Vec<f32> = (0..rows * cols).map(|i| check_value(i, 53, 97)).collect();
+            let mut bytes = Vec::new();
+            for row in w.chunks_exact(cols) {
+                crate::quant::quantize_row(ty, row, &mut bytes).map_err(|e| GpuError::Shape {
+                    op: "cooperative check",
+                    detail: e.to_string(),
+                })?;
+            }
+            let x: Vec<f32> = (0..tokens * cols)
+                .map(|i| check_value(i, 37, 101))
+                .collect();
+            let weight =
+                self.upload_weight_in_parts("cooperative check", ty, rows, cols, &bytes, 70)?;
+            let x = self.upload(tokens, cols, &x)?;
+            let plain = self.gemm(&x, &weight)?;
+            let cooperative = self.gemm_cooperative(&x, &weight)?;
+            least = least.min(crate::compare::cosine(
+                &self.read_rows(&cooperative, 0, tokens)?,
+                &self.read_rows(&plain, 0, tokens)?,
+            ));
+        }
+        Ok(least)
     }
 }
 
