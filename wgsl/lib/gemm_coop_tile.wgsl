@@ -28,10 +28,16 @@ const TILE_STRIDE: u32 = DEPTH + 8u;
 const ROW_WORDS: u32 = DEPTH / 2u;
 const FETCHES: u32 = TILE * ROW_WORDS / THREADS;
 
-// Eight halves (four words) into the weight tile from the half at `at` on.
-fn store_weight_quad(at: u32, words: vec4<u32>) {
-    store_weight_word(at, words.x);
-    store_weight_word(at + 2u, words.y);
-    store_weight_word(at + 4u, words.z);
-    store_weight_word(at + 6u, words.w);
+// Eight halves (four words) into the weight tile from the half at `at` on, by an invocation of
+// the quantized tile decoders, which give each tile row two invocations (lid % 2 its half) and
+// store runs at the same place in every row together. A subgroup's 32 invocations then write 16
+// rows, whose words fall 4 banks apart (TILE_STRIDE) and so on 8 different banks only: each
+// shared by the two halves of a row and of the row 8 further. Those four start at different
+// words of their runs, so that each store of the subgroup hits 32 different banks.
+fn store_weight_quad(at: u32, words: vec4<u32>, lid: u32) {
+    let first = lid % 32u / 16u + 2u * (lid % 2u);
+    for (var i = 0u; i < 4u; i++) {
+        let j = (first + i) % 4u;
+        store_weight_word(at + 2u * j, words[j]);
+    }
 }

@@ -41,8 +41,8 @@ fn store_weights(lid: u32) {
         runs[3] = q4_k_eight_halves(f.y, f.w, q.z >> 4u, q.w >> 4u);
     }
     let at = lid / 2u * TILE_STRIDE + 16u * (lid % 2u);
-    store_weight_quad(at, runs[0]);
-    store_weight_quad(at + 8u, runs[1]);
-    store_weight_quad(at + 32u, runs[2]);
-    store_weight_quad(at + 40u, runs[3]);
+    store_weight_quad(at, runs[0], lid);
+    store_weight_quad(at + 8u, runs[1], lid);
+    store_weight_quad(at + 32u, runs[2], lid);
+    store_weight_quad(at + 40u, runs[3], lid);
 }

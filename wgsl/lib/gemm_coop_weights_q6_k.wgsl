@@ -65,7 +65,7 @@ fn store_weights(lid: u32) {
                 w_quants[q + 5u] >> (s + 2u),
             );
         }
-        store_weight_quad(at + 8u * k, first);
-        store_weight_quad(at + 32u + 8u * k, second);
+        store_weight_quad(at + 8u * k, first, lid);
+        store_weight_quad(at + 32u + 8u * k, second, lid);
     }
 }
