@@ -11,8 +11,10 @@
 // Two invocations a tile row.
 const_assert THREADS == 2u * TILE;
 
-// For k = 0, 1: two words of the first part's nibbles, two of the second's, two of pairs.
-var<private> w_quants: array<u32, 12>;
+// 16 bytes of the first part's nibbles, of the second's, and of their bit pairs.
+var<private> w_first: vec4<u32>;
+var<private> w_second: vec4<u32>;
+var<private> w_pairs: vec4<u32>;
 // d·scale of the step's two parts.
 var<private> w_factors: vec2<f32>;
 // 0 for parts 0 and 1, 4 for parts 2 and 3: where their bits sit in the fetched bytes.
@@ -29,14 +31,9 @@ fn fetch_weights(first_row: u32, k0: u32, lid: u32) {
         let span = q6_k_span(row * p.row_bytes, k0 / 256u, quarter / 2u, 16u * (lid % 2u));
         let f = span.d * span.scales;
         w_factors = select(f.xy, f.zw, quarter % 2u == 1u);
-        for (var k = 0u; k < 2u; k++) {
-            w_quants[6u * k] = word_at(span.ql + 8u * k);
-            w_quants[6u * k + 1u] = word_at(span.ql + 8u * k + 4u);
-            w_quants[6u * k + 2u] = word_at(span.ql + 32u + 8u * k);
-            w_quants[6u * k + 3u] = word_at(span.ql + 36u + 8u * k);
-            w_quants[6u * k + 4u] = word_at(span.qh + 8u * k);
-            w_quants[6u * k + 5u] = word_at(span.qh + 8u * k + 4u);
-        }
+        w_first = four_words_at(span.ql);
+        w_second = four_words_at(span.ql + 32u);
+        w_pairs = four_words_at(span.qh);
     }
 }
 
@@ -44,28 +41,19 @@ fn fetch_weights(first_row: u32, k0: u32, lid: u32) {
 // columns, the second its last.
 fn store_weights(lid: u32) {
     let at = lid / 2u * TILE_STRIDE + 16u * (lid % 2u);
-    let s = w_shift;
-    for (var k = 0u; k < 2u; k++) {
-        var first = vec4<u32>();
-        var second = vec4<u32>();
-        if (w_live) {
-            let q = 6u * k;
-            first = q6_k_eight_halves(
-                w_factors.x,
-                w_quants[q] >> s,
-                w_quants[q + 1u] >> s,
-                w_quants[q + 4u] >> s,
-                w_quants[q + 5u] >> s,
-            );
-            second = q6_k_eight_halves(
-                w_factors.y,
-                w_quants[q + 2u] >> s,
-                w_quants[q + 3u] >> s,
-                w_quants[q + 4u] >> (s + 2u),
-                w_quants[q + 5u] >> (s + 2u),
-            );
-        }
-        store_weight_quad(at + 8u * k, first, lid);
-        store_weight_quad(at + 32u + 8u * k, second, lid);
+    let first = w_first >> vec4<u32>(w_shift);
+    let second = w_second >> vec4<u32>(w_shift);
+    let pairs = w_pairs >> vec4<u32>(w_shift);
+    let second_pairs = pairs >> vec4<u32>(2u);
+    var runs = array<vec4<u32>, 4>();
+    if (w_live) {
+        runs[0] = q6_k_eight_halves(w_factors.x, first.x, first.y, pairs.x, pairs.y);
+        runs[1] = q6_k_eight_halves(w_factors.x, first.z, first.w, pairs.z, pairs.w);
+        runs[2] = q6_k_eight_halves(w_factors.y, second.x, second.y, second_pairs.x, second_pairs.y);
+        runs[3] = q6_k_eight_halves(w_factors.y, second.z, second.w, second_pairs.z, second_pairs.w);
     }
+    store_weight_quad(at, runs[0], lid);
+    store_weight_quad(at + 8u, runs[1], lid);
+    store_weight_quad(at + 32u, runs[2], lid);
+    store_weight_quad(at + 40u, runs[3], lid);
 }
