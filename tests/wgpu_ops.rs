@@ -1407,6 +1407,135 @@ fn half_weight_scratch_matches_quant_module_bit_for_bit() {
     }
 }
 
+/// The cooperative GEMM's own Q4_K and Q6_K tile decoders (gemm_coop_weights_q4_k/q6_k.wgsl),
+/// run by the kernel that writes their tiles out, bit for bit against the f16 scratch decoders
+/// (themselves checked against the quant module above): whole parts of 310 and 121 rows, so
+/// that the last tile of each is partly past the rows and must hold zeros there, of rows of
+/// two and three super-blocks (Q6_K's 630-byte rows start half-way through a word), with scales
+/// partly large enough to need the clamp. Runs where the GEMM cannot (lavapipe).
+#[test]
+fn gemm_weight_tiles_match_half_weight_scratch_bit_for_bit() {
+    if gpu().is_none() {
+        return;
+    }
+    let mut device = Wgpu::new().expect("the adapter opened once already");
+    let mut rng = Rng::new(16);
+    let (rows, part_rows) = (431, 310);
+    for ty in [GgmlType::Q4_K, GgmlType::Q6_K] {
+        for cols in [512, 768] {
+            let mut bytes = random_blocks(&mut rng, ty, rows * cols);
+            for block in bytes.chunks_exact_mut(ty.block_bytes()).step_by(7) {
+                for &at in scale_offsets(ty) {
+                    let scale = f16::from_f32(3000.0 * rng.next());
+                    block[at..at + 2].copy_from_slice(&scale.to_le_bytes());
+                }
+            }
+            let weight = device
+                .upload_weight_in_parts("w", ty, rows, cols, &bytes, part_rows)
+                .unwrap();
+            assert_eq!(weight.parts(), 2);
+            for (part, part_rows) in [(0, part_rows), (1, rows - part_rows)] {
+                let want = device
+                    .half_weight_rows(&weight, part, 0, part_rows)
+                    .unwrap();
+                let got = device.weight_tile_rows(&weight, part).unwrap();
+                assert_eq!(got.len(), want.len(), "{ty:?} {cols} columns part {part}");
+                for (r, (got_row, want_row)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(got_row.len(), want_row.len());
+                    if let Some((c, (g, w))) = got_row
+                        .iter()
+                        .zip(want_row)
+                        .enumerate()
+                        .find(|(_, (g, w))| g != w)
+                    {
+                        panic!(
+                            "{ty:?} {cols} columns part {part}: tile row {r} col {c} has {} \
+                             ({g:#06x}) for {} ({w:#06x})",
+                            f16::from_bits(*g),
+                            f16::from_bits(*w)
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The adapter with the cooperative GEMM's Q4_K and Q6_K weights decoded into an f16 scratch
+/// matrix first (`--gemm-f16-scratch`).
+fn gemm_f16_scratch_gpu() -> &'static Wgpu {
+    static F16_SCRATCH: OnceLock<Wgpu> = OnceLock::new();
+    F16_SCRATCH.get_or_init(|| {
+        Wgpu::with_options(&GpuOptions {
+            gemm_quantized_tiles: false,
+            ..GpuOptions::default()
+        })
+        .expect("the adapter opened once already")
+    })
+}
+
+/// The cooperative GEMM of Q4_K and Q6_K weights, their blocks decoded in its tiles (the
+/// default) and through the f16 scratch matrix (`--gemm-f16-scratch`), against the CPU's row
+/// dot products for every prompt of 1 to 129 tokens (one token up to one past a tile), of 300
+/// rows in parts of 131 (each part ending mid-tile) and rows of two and three super-blocks.
+/// Where the adapter has no cooperative matrices (lavapipe) it skips, saying so, unless
+/// QWEN35_REQUIRE_COOPERATIVE=1 makes that a failure.
+#[test]
+fn cooperative_gemm_of_k_quants_against_reference_at_every_prompt_length() {
+    let Some(gpu) = gpu() else { return };
+    if !gpu.gemm_in_f16() {
+        let why = format!("{} has no cooperative GEMM", gpu.adapter_description());
+        assert_ne!(
+            std::env::var("QWEN35_REQUIRE_COOPERATIVE").as_deref(),
+            Ok("1"),
+            "QWEN35_REQUIRE_COOPERATIVE=1 but {why}"
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "NOTICE: SKIPPED cooperative GEMM of K-quants: {why}"
+        );
+        return;
+    }
+    let mut rng = Rng::new(17);
+    let (rows, part_rows, max_tokens) = (300, 131, 129);
+    for (ty, cols) in [
+        (GgmlType::Q4_K, 512),
+        (GgmlType::Q4_K, 768),
+        (GgmlType::Q6_K, 512),
+        (GgmlType::Q6_K, 768),
+    ] {
+        let bytes = random_blocks(&mut rng, ty, rows * cols);
+        let row_bytes = bytes.len() / rows;
+        let x = rng.vec(max_tokens * cols);
+        let want: Vec<f32> = x
+            .chunks_exact(cols)
+            .flat_map(|xr| {
+                bytes
+                    .chunks_exact(row_bytes)
+                    .map(|row| qwen35::quant::dot_row(ty, row, xr).unwrap())
+            })
+            .collect();
+        for (path, device) in [("tiles", gpu), ("f16 scratch", gemm_f16_scratch_gpu())] {
+            assert!(device.gemm_in_f16());
+            let weight = device
+                .upload_weight_in_parts("w", ty, rows, cols, &bytes, part_rows)
+                .unwrap();
+            assert_eq!(weight.parts(), 3);
+            for tokens in 1..=max_tokens {
+                let xt = device.upload(tokens, cols, &x[..tokens * cols]).unwrap();
+                let got = device.prefill_matmul(&xt, &weight).unwrap();
+                assert_eq!(got.dims(), (tokens, rows));
+                assert_close(
+                    &format!("cooperative gemm {ty:?} {cols} columns, {path}, {tokens} tokens"),
+                    &read_all(device, &got),
+                    &want[..tokens * rows],
+                    Numerics::F16Gemm,
+                );
+            }
+        }
+    }
+}
+
 /// The residual-add, SwiGLU-input and RMS-normed-input GEMVs, with and without subgroups, on
 /// formats with a fast GEMV (fused) and without (composed): acc + (silu(gate) ⊙ up) · Wᵀ,
 /// acc + x · Wᵀ and rms_norm(x) · Wᵀ; 1792 columns take several workgroups of the norm and
