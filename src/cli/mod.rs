@@ -116,10 +116,6 @@ pub struct GpuArgs {
     /// delta rule then runs in f32 too.
     #[arg(long)]
     pub no_cooperative_matrix: bool,
-    /// Prefill GEMMs on cooperative matrices decode Q4_K and Q6_K weights into an f16 scratch
-    /// matrix first, as the other formats, rather than into the GEMM's tiles (to compare).
-    #[arg(long)]
-    pub gemm_f16_scratch: bool,
     /// With --chunked-delta-rule (or where the GPU's subgroups do not fit the scan), the chunks'
     /// products on cooperative matrices (f16) where the GPU has them (to compare: no faster than
     /// the f32 chunks).
@@ -163,7 +159,6 @@ impl GpuArgs {
             memory_limit: self.gpu_memory_limit,
             integer_gemv: !self.f32_gemv,
             cooperative_matrix: !self.no_cooperative_matrix,
-            gemm_quantized_tiles: !self.gemm_f16_scratch,
             cooperative_delta_rule: self.cooperative_delta_rule,
             chunked_delta_rule: self.chunked_delta_rule,
             cooperative_attention: !self.no_cooperative_attention,

@@ -1,25 +1,45 @@
 // GEMM on cooperative matrices (tensor cores) for many tokens at once (prefill), over the f16
-// scratch matrix of half_activations.wgsl (x) and a weight tile filled by the gemm_coop_weights_*
-// file composed with this one (from the f16 scratch of half_weights*.wgsl, or decoded from the
-// quantized rows as it is staged): y[t, out_offset + r] = Σ_c W[r, c]·x[t, c]. x is padded with
-// zeros to whole tiles, so its tiles are copied without bounds checks: 128 tokens × 128 weight
-// rows per workgroup (gemm_coop_tile.wgsl), DEPTH columns a step, through workgroup memory. Each
-// of the 8 subgroups (of 32 invocations; the backend selects this kernel only where subgroups
-// have that size) owns 32 tokens × 64 rows of the output tile as 2 × 4 blocks of 16 × 16 with
-// f32 accumulators:
+// scratch matrices of half_activations.wgsl (x) and half_weights.wgsl (a chunk of weight rows):
+// y[t, out_offset + r] = Σ_c W[r, c]·x[t, c]. Both are padded with zeros to whole tiles, so tiles
+// are copied without bounds checks: 128 tokens × 128 weight rows per workgroup, DEPTH columns a
+// step, through workgroup memory. Each of the 8 subgroups (of 32 invocations; the backend selects
+// this kernel only where subgroups have that size) owns 32 tokens × 64 rows of the output tile as
+// 2 × 4 blocks of 16 × 16 with f32 accumulators:
 //   A = x block (tokens × depth, row-major in x_tile),
 //   B = Wᵀ block (depth × rows: the rows of w_tile read column-major),
 //   C += A·B.
 // The next step's columns are fetched into registers before the current step's products, so
-// that their latency hides behind the tensor cores. A subgroup fetches and stores one whole x
-// tile row at a time (a word, two halves, a lane), which keeps the workgroup-memory stores free
-// of bank conflicts. Results go out through a per-subgroup staging block, so that edge tiles
-// write only what exists.
+// that their latency hides behind the tensor cores. A subgroup fetches and stores one whole tile
+// row at a time (a word, two halves, a lane), which keeps the workgroup-memory stores free of
+// bank conflicts. Results go out through a per-subgroup staging block, so that edge tiles write
+// only what exists.
 
-@group(0) @binding(2) var<storage, read> x16: array<u32>;
+struct Params {
+    rows: u32,
+    tokens: u32,
+    padded_cols: u32,
+    out_cols: u32,
+    out_offset: u32,
+    row_tiles: u32,
+    tiles: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> p: Params;
+@group(0) @binding(1) var<storage, read> x16: array<u32>;
+@group(0) @binding(2) var<storage, read> w16: array<u32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
+const THREADS: u32 = 256u;
 const SUBGROUP_SIZE: u32 = 32u;
+const TILE: u32 = 128u;
+const DEPTH: u32 = 64u;
+// Eight halves of padding keep every tile row 16-byte aligned, as cooperative loads require, and
+// put consecutive rows four banks apart.
+const TILE_STRIDE: u32 = DEPTH + 8u;
+// Words (two halves each) of a tile row, and of one matrix's tile each invocation fetches.
+const ROW_WORDS: u32 = DEPTH / 2u;
+const FETCHES: u32 = TILE * ROW_WORDS / THREADS;
 const BLOCK: u32 = 16u;
 const SUBGROUP_TOKENS: u32 = 2u * BLOCK;
 const SUBGROUP_ROWS: u32 = 4u * BLOCK;
@@ -28,32 +48,32 @@ var<workgroup> x_tile: array<f16, TILE * TILE_STRIDE>;
 var<workgroup> w_tile: array<f16, TILE * TILE_STRIDE>;
 var<workgroup> staging: array<f32, THREADS / SUBGROUP_SIZE * BLOCK * BLOCK>;
 var<private> x_fetched: array<u32, FETCHES>;
+var<private> w_fetched: array<u32, FETCHES>;
 
-// Columns k0..k0+DEPTH of the tile's x rows into registers.
-fn fetch_tokens(first_token: u32, k0: u32, lid: u32) {
+// Columns k0..k0+DEPTH of the tile's x rows and weight rows into registers.
+fn fetch(first_row: u32, first_token: u32, k0: u32, lid: u32) {
     let row_words = p.padded_cols / 2u;
     for (var j = 0u; j < FETCHES; j++) {
         let i = lid + j * THREADS;
-        x_fetched[j] = x16[(first_token + i / ROW_WORDS) * row_words + k0 / 2u + i % ROW_WORDS];
+        let at = i / ROW_WORDS * row_words + k0 / 2u + i % ROW_WORDS;
+        x_fetched[j] = x16[first_token * row_words + at];
+        w_fetched[j] = w16[first_row * row_words + at];
     }
 }
 
-// The fetched x columns into workgroup memory.
-fn store_tokens(lid: u32) {
+// The fetched columns into workgroup memory.
+fn store_fetched(lid: u32) {
     for (var j = 0u; j < FETCHES; j++) {
         let i = lid + j * THREADS;
         let at = i / ROW_WORDS * TILE_STRIDE + 2u * (i % ROW_WORDS);
         // Exact: f16 → f32 → f16.
         let xs = vec2<f16>(unpack2x16float(x_fetched[j]));
+        let ws = vec2<f16>(unpack2x16float(w_fetched[j]));
         x_tile[at] = xs.x;
         x_tile[at + 1u] = xs.y;
+        w_tile[at] = ws.x;
+        w_tile[at + 1u] = ws.y;
     }
-}
-
-fn store_weight_word(at: u32, word: u32) {
-    let ws = vec2<f16>(unpack2x16float(word));
-    w_tile[at] = ws.x;
-    w_tile[at + 1u] = ws.y;
 }
 
 // Writes the subgroup's staged block (token, row: its first token and weight row) where it
@@ -101,16 +121,13 @@ fn main(
     var c11 = coop_mat16x16<f32, C>();
     var c12 = coop_mat16x16<f32, C>();
     var c13 = coop_mat16x16<f32, C>();
-    fetch_tokens(first_token, 0u, lid);
-    fetch_weights(first_row, 0u, lid);
-    store_tokens(lid);
-    store_weights(lid);
+    fetch(first_row, first_token, 0u, lid);
+    store_fetched(lid);
     workgroupBarrier();
     for (var k0 = 0u; k0 < p.padded_cols; k0 += DEPTH) {
         let more = k0 + DEPTH < p.padded_cols;
         if (more) {
-            fetch_tokens(first_token, k0 + DEPTH, lid);
-            fetch_weights(first_row, k0 + DEPTH, lid);
+            fetch(first_row, first_token, k0 + DEPTH, lid);
         }
         for (var k = 0u; k < DEPTH; k += BLOCK) {
             let a0 = coopLoadT<coop_mat16x16<f16, A>>(&x_tile[a_at + k], TILE_STRIDE);
@@ -132,8 +149,7 @@ fn main(
         // are complete before the next step reads them.
         workgroupBarrier();
         if (more) {
-            store_tokens(lid);
-            store_weights(lid);
+            store_fetched(lid);
         }
         workgroupBarrier();
     }

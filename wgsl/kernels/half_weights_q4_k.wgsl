@@ -30,10 +30,10 @@ fn main(
         let v = (p.first_row + row) * p.row_bytes / 16u + block * 9u;
         let f = q4_k_span_factors(w[v], c);
         let q = w[v + 1u + piece];
-        low[0] = q4_k_eight_halves(f.x, f.z, q.x, q.y);
-        low[1] = q4_k_eight_halves(f.x, f.z, q.z, q.w);
-        high[0] = q4_k_eight_halves(f.y, f.w, q.x >> 4u, q.y >> 4u);
-        high[1] = q4_k_eight_halves(f.y, f.w, q.z >> 4u, q.w >> 4u);
+        low[0] = clamped_halves(f.x * low_nibbles(q.x) - f.z, f.x * low_nibbles(q.y) - f.z);
+        low[1] = clamped_halves(f.x * low_nibbles(q.z) - f.z, f.x * low_nibbles(q.w) - f.z);
+        high[0] = clamped_halves(f.y * high_nibbles(q.x) - f.w, f.y * high_nibbles(q.y) - f.w);
+        high[1] = clamped_halves(f.y * high_nibbles(q.z) - f.w, f.y * high_nibbles(q.w) - f.w);
     }
     // In vec4s of eight halves: sub-block 2c starts at column 64c, 2c+1 at 64c + 32.
     let out = (row * p.padded_cols + block * 256u + 64u * c + 16u * (piece % 2u)) / 8u;

@@ -37,15 +37,21 @@ fn main(
             let second1 = word_at(span.ql + 36u + 8u * k);
             let high0 = word_at(span.qh + 8u * k);
             let high1 = word_at(span.qh + 8u * k + 4u);
-            runs[k] = q6_k_eight_halves(f.x, first0, first1, high0, high1);
-            runs[2u + k] = q6_k_eight_halves(f.y, second0, second1, high0 >> 2u, high1 >> 2u);
-            runs[4u + k] = q6_k_eight_halves(f.z, first0 >> 4u, first1 >> 4u, high0 >> 4u, high1 >> 4u);
-            runs[6u + k] = q6_k_eight_halves(
-                f.w,
-                second0 >> 4u,
-                second1 >> 4u,
-                high0 >> 6u,
-                high1 >> 6u,
+            runs[k] = clamped_halves(
+                f.x * (six_bits(first0, high0) - 32.0),
+                f.x * (six_bits(first1, high1) - 32.0),
+            );
+            runs[2u + k] = clamped_halves(
+                f.y * (six_bits(second0, high0 >> 2u) - 32.0),
+                f.y * (six_bits(second1, high1 >> 2u) - 32.0),
+            );
+            runs[4u + k] = clamped_halves(
+                f.z * (six_bits(first0 >> 4u, high0 >> 4u) - 32.0),
+                f.z * (six_bits(first1 >> 4u, high1 >> 4u) - 32.0),
+            );
+            runs[6u + k] = clamped_halves(
+                f.w * (six_bits(second0 >> 4u, high0 >> 6u) - 32.0),
+                f.w * (six_bits(second1 >> 4u, high1 >> 6u) - 32.0),
             );
         }
     }

@@ -4,12 +4,10 @@
 //! f32 one before any model runs on it. The chunked delta rule's kernel on them (delta_chunks.rs)
 //! needs the same features.
 //!
-//! The kernel multiplies f16 tiles. x is converted once per call into an f16 scratch matrix. Q4_K
-//! and Q6_K weights are decoded into the weight tiles as they are staged, each pair of lanes
-//! reading whole 16-byte words of one row's blocks (gemm_coop_weights_q4_k/q6_k.wgsl), so that no
-//! f16 copy of the weight is written and read back; the other formats (and these with
-//! [`super::GpuOptions::gemm_quantized_tiles`] off) are decoded chunk by chunk into an f16
-//! scratch matrix, each element once, by invocations that read neighbouring blocks together.
+//! The kernel multiplies f16 matrices. x is converted once per call and the weight rows are
+//! decoded chunk by chunk into an f16 scratch matrix, each element once, by invocations that read
+//! neighbouring blocks together; decoding inside the GEMM's tiles instead would have each lane of
+//! a subgroup read a different row, one byte at a time, and starve the tensor cores.
 
 use super::kernels::{Kernel, Pipelines};
 use super::memory::WeightPart;
@@ -151,9 +149,8 @@ struct HalfMatrix {
 
 impl Wgpu {
     /// `y = x · Wᵀ` on cooperative matrices: x to f16 once (and reused by the next GEMM of the
-    /// same x), then one GEMM per weight part that decodes Q4_K and Q6_K blocks into its tiles,
-    /// or for the other formats, per chunk of weight rows, one dispatch decoding it to an f16
-    /// scratch matrix and one GEMM over it.
+    /// same x), then for each chunk of weight rows (within a part) one dispatch decoding it to
+    /// f16 and one GEMM over it.
     pub(super) fn gemm_cooperative(
         &self,
         x: &GpuTensor,
@@ -161,35 +158,10 @@ impl Wgpu {
     ) -> Result<GpuTensor, GpuError> {
         let out = self.output(x.rows, w.rows)?;
         let (x16_rows, x16_cols) = half_activation_dims(x);
+        let row_bytes = (x16_cols * 2) as u64;
+        let chunk_rows = (MAX_SCRATCH_BYTES.min(self.binding_limit) / row_bytes) as usize / TILE;
+        let chunk_rows = chunk_rows.max(1) * TILE;
         let multiply = |x16: &GpuTensor| {
-            if self.gemm_quantized_tiles && w.format.has_gemm_tiles() {
-                let kernel = Kernel::GemmCoopQuantized(w.format);
-                for part in &w.parts {
-                    let row_tiles = part.rows.div_ceil(TILE);
-                    let tiles = row_tiles * (x16_rows / TILE);
-                    self.record(
-                        kernel,
-                        &[
-                            part.rows as u32,
-                            x.rows as u32,
-                            x16_cols as u32,
-                            w.rows as u32,
-                            part.first_row as u32,
-                            row_tiles as u32,
-                            tiles as u32,
-                            w.row_bytes as u32,
-                        ],
-                        &[&part.buffer, &x16.buffer, &out.buffer],
-                        tiles,
-                        (x16_rows * x16_cols * 2 + part.rows * w.row_bytes) as u64,
-                    )?;
-                }
-                return Ok(());
-            }
-            let row_bytes = (x16_cols * 2) as u64;
-            let chunk_rows =
-                (MAX_SCRATCH_BYTES.min(self.binding_limit) / row_bytes) as usize / TILE;
-            let chunk_rows = chunk_rows.max(1) * TILE;
             for part in &w.parts {
                 for first in (0..part.rows).step_by(chunk_rows) {
                     let rows = chunk_rows.min(part.rows - first);
@@ -206,9 +178,9 @@ impl Wgpu {
                             (part.first_row + first) as u32,
                             row_tiles as u32,
                             tiles as u32,
-                            (w16.cols * 2) as u32,
+                            0,
                         ],
-                        &[&w16.words.buffer, &x16.buffer, &out.buffer],
+                        &[&x16.buffer, &w16.words.buffer, &out.buffer],
                         tiles,
                         ((x16_rows + w16.rows) * x16_cols * 2) as u64,
                     )?;
@@ -304,62 +276,6 @@ impl Wgpu {
             self.pipelines.add(&self.device, kernel)?;
         }
         let m = self.half_weights(w, part, first, rows)?;
-        self.half_bits(&m)
-    }
-
-    /// The weight tiles of weight part `part` as the cooperative GEMM's own decoder for its
-    /// format ([`WeightFormat::has_gemm_tiles`](super::WeightFormat::has_gemm_tiles)) leaves
-    /// them in workgroup memory, every tile of every step written out: the same matrix as
-    /// [`Wgpu::half_weight_rows`] of the whole part. Builds the kernel that writes them
-    /// ([`Kernel::WeightTiles`]), which runs the GEMM's tile fetch and decode on devices without
-    /// cooperative matrices (lavapipe) too.
-    pub fn weight_tile_rows(
-        &mut self,
-        w: &GpuWeight,
-        part: usize,
-    ) -> Result<Vec<Vec<u16>>, GpuError> {
-        let part = w.parts.get(part).ok_or_else(|| GpuError::Shape {
-            op: "weight_tile_rows",
-            detail: format!("part {part} of a weight of {}", w.parts.len()),
-        })?;
-        if !w.format.has_gemm_tiles() {
-            return Err(GpuError::Shape {
-                op: "weight_tile_rows",
-                detail: format!("{:?} has no GEMM tile decoder", w.format),
-            });
-        }
-        let kernel = Kernel::WeightTiles(w.format);
-        if self.pipelines.get(kernel).is_err() {
-            self.pipelines.add(&self.device, kernel)?;
-        }
-        let (row_tiles, steps) = (part.rows.div_ceil(TILE), w.cols / DEPTH);
-        let words = self.output(row_tiles * TILE, w.cols / 2)?;
-        let tiles = row_tiles * steps;
-        self.record(
-            kernel,
-            &[
-                part.rows as u32,
-                0,
-                w.cols as u32,
-                0,
-                0,
-                row_tiles as u32,
-                tiles as u32,
-                w.row_bytes as u32,
-            ],
-            &[&part.buffer, &words.buffer],
-            tiles,
-            (part.rows * w.row_bytes) as u64,
-        )?;
-        self.half_bits(&HalfMatrix {
-            rows: row_tiles * TILE,
-            cols: w.cols,
-            words,
-        })
-    }
-
-    /// An f16 matrix's halves' bits, row by row.
-    fn half_bits(&self, m: &HalfMatrix) -> Result<Vec<Vec<u16>>, GpuError> {
         let words = self.read_rows(&m.words, 0, m.rows)?;
         let halves: Vec<u16> = words
             .iter()
@@ -404,38 +320,28 @@ impl Wgpu {
         }
     }
 
-    /// Least cosine between the cooperative and the f32 GEMM of the startup check, over an f32
-    /// weight (the f16 scratch path) and Q4_K and Q6_K ones (their tile decoders, where on).
+    /// Cosine between the cooperative and the f32 GEMM of the startup check.
     fn cooperative_gemm_agreement(&self) -> Result<f64, GpuError> {
-        let (rows, tokens) = (150, 140);
-        let mut least = f64::INFINITY;
-        for (ty, cols) in [
-            (GgmlType::F32, 96),
-            (GgmlType::Q4_K, 256),
-            (GgmlType::Q6_K, 256),
-        ] {
-            let w: Vec<f32> = (0..rows * cols).map(|i| check_value(i, 53, 97)).collect();
-            let mut bytes = Vec::new();
-            for row in w.chunks_exact(cols) {
-                crate::quant::quantize_row(ty, row, &mut bytes).map_err(|e| GpuError::Shape {
-                    op: "cooperative check",
-                    detail: e.to_string(),
-                })?;
-            }
-            let x: Vec<f32> = (0..tokens * cols)
-                .map(|i| check_value(i, 37, 101))
-                .collect();
-            let weight =
-                self.upload_weight_in_parts("cooperative check", ty, rows, cols, &bytes, 70)?;
-            let x = self.upload(tokens, cols, &x)?;
-            let plain = self.gemm(&x, &weight)?;
-            let cooperative = self.gemm_cooperative(&x, &weight)?;
-            least = least.min(crate::compare::cosine(
-                &self.read_rows(&cooperative, 0, tokens)?,
-                &self.read_rows(&plain, 0, tokens)?,
-            ));
-        }
-        Ok(least)
+        let (rows, cols, tokens) = (150, 96, 140);
+        let w: Vec<f32> = (0..rows * cols).map(|i| check_value(i, 53, 97)).collect();
+        let x: Vec<f32> = (0..tokens * cols)
+            .map(|i| check_value(i, 37, 101))
+            .collect();
+        let weight = self.upload_weight_in_parts(
+            "cooperative check",
+            GgmlType::F32,
+            rows,
+            cols,
+            bytemuck::cast_slice(&w),
+            70,
+        )?;
+        let x = self.upload(tokens, cols, &x)?;
+        let plain = self.gemm(&x, &weight)?;
+        let cooperative = self.gemm_cooperative(&x, &weight)?;
+        Ok(crate::compare::cosine(
+            &self.read_rows(&cooperative, 0, tokens)?,
+            &self.read_rows(&plain, 0, tokens)?,
+        ))
     }
 }
 

@@ -63,9 +63,6 @@ const SOFTPLUS: SourceFile = wgsl!("lib/softplus");
 const ROPE_ANGLE: SourceFile = wgsl!("lib/rope_angle");
 const DELTA_RULE_CHUNKED_IO: SourceFile = wgsl!("lib/delta_rule_chunked_io");
 const DECODE_KV_ROWS: SourceFile = wgsl!("lib/decode_kv_rows");
-const CLAMPED_HALVES: SourceFile = wgsl!("lib/clamped_halves");
-const KQUANT_HALVES: SourceFile = wgsl!("lib/kquant_halves");
-const GEMM_COOP_TILE: SourceFile = wgsl!("lib/gemm_coop_tile");
 
 /// The KV cache access of the attention kernels on a cache stored as `storage`.
 fn kv_cache(storage: Storage) -> SourceFile {
@@ -172,8 +169,6 @@ impl WeightFormat {
                 SMALL_INTS,
                 Q4_K_SPAN_FACTORS,
                 NIBBLES,
-                CLAMPED_HALVES,
-                KQUANT_HALVES,
                 wgsl!("kernels/half_weights_q4_k"),
             ],
             WeightFormat::Q6_K => vec![
@@ -181,46 +176,13 @@ impl WeightFormat {
                 SMALL_INTS,
                 Q6_K_SPAN,
                 NIBBLES,
-                CLAMPED_HALVES,
-                KQUANT_HALVES,
                 wgsl!("kernels/half_weights_q6_k"),
             ],
             _ => {
                 let mut files = self.decoder();
-                files.extend([CLAMPED_HALVES, wgsl!("kernels/half_weights")]);
+                files.push(wgsl!("kernels/half_weights"));
                 files
             }
-        }
-    }
-
-    /// Whether the cooperative GEMM decodes this format's blocks into its weight tiles itself
-    /// ([`Kernel::GemmCoopQuantized`]), with no f16 scratch matrix.
-    pub fn has_gemm_tiles(self) -> bool {
-        !self.gemm_tiles().is_empty()
-    }
-
-    /// The cooperative GEMM's weight tile decoder of this format and the preludes it needs, in
-    /// order; none for the formats that go through the f16 scratch matrix.
-    fn gemm_tiles(self) -> Vec<SourceFile> {
-        match self {
-            WeightFormat::Q4_K => vec![
-                SMALL_INTS,
-                Q4_K_SPAN_FACTORS,
-                NIBBLES,
-                CLAMPED_HALVES,
-                KQUANT_HALVES,
-                wgsl!("lib/gemm_coop_weights_q4_k"),
-            ],
-            WeightFormat::Q6_K => vec![
-                WORDS,
-                SMALL_INTS,
-                Q6_K_SPAN,
-                NIBBLES,
-                CLAMPED_HALVES,
-                KQUANT_HALVES,
-                wgsl!("lib/gemm_coop_weights_q6_k"),
-            ],
-            _ => Vec::new(),
         }
     }
 
@@ -299,12 +261,6 @@ pub enum Kernel {
     HalfActivations,
     /// Matmul for many rows of x on cooperative matrices (tensor cores), over f16 scratch.
     GemmCoop,
-    /// [`Kernel::GemmCoop`] decoding the weight blocks of a format with a tile decoder
-    /// ([`WeightFormat::has_gemm_tiles`]) into its tiles itself.
-    GemmCoopQuantized(WeightFormat),
-    /// The weight tiles of [`Kernel::GemmCoopQuantized`] written out as an f16 matrix, to test
-    /// its tile decoder where the GEMM cannot run (built on demand, never at startup).
-    WeightTiles(WeightFormat),
     Embed(WeightFormat),
     Add,
     Swiglu,
@@ -380,12 +336,6 @@ impl Kernel {
         );
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Gemm(f)));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::HalfWeights(f)));
-        for format in WeightFormat::ALL.into_iter().filter(|f| f.has_gemm_tiles()) {
-            all.extend([
-                Kernel::GemmCoopQuantized(format),
-                Kernel::WeightTiles(format),
-            ]);
-        }
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Embed(f)));
         for storage in [Storage::F32, Storage::F16] {
             all.extend([
@@ -436,8 +386,6 @@ impl Kernel {
             Kernel::GemvSeveral(f) => format!("gemv_several_{f:?}").to_lowercase(),
             Kernel::Gemm(f) => format!("gemm_{f:?}").to_lowercase(),
             Kernel::HalfWeights(f) => format!("half_weights_{f:?}").to_lowercase(),
-            Kernel::GemmCoopQuantized(f) => format!("gemm_coop_{f:?}").to_lowercase(),
-            Kernel::WeightTiles(f) => format!("weight_tiles_{f:?}").to_lowercase(),
             Kernel::Embed(f) => format!("embed_{f:?}").to_lowercase(),
             Kernel::Attention(s) => format!("Attention_{s:?}"),
             Kernel::AttentionDecode(s) => format!("AttentionDecode_{s:?}"),
@@ -460,8 +408,6 @@ impl Kernel {
             Kernel::HalfWeights(f) => format!("gemm-coop f16 {}", f.ggml_type().name()),
             Kernel::HalfActivations => "gemm-coop f16 x".into(),
             Kernel::GemmCoop => "gemm-coop".into(),
-            Kernel::GemmCoopQuantized(f) => format!("gemm-coop {}", f.ggml_type().name()),
-            Kernel::WeightTiles(f) => format!("weight tiles {}", f.ggml_type().name()),
             Kernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
             Kernel::Add => "add".into(),
             Kernel::Swiglu => "swiglu".into(),
@@ -502,7 +448,6 @@ impl Kernel {
             || matches!(
                 self,
                 Kernel::GemmCoop
-                    | Kernel::GemmCoopQuantized(_)
                     | Kernel::HalfActivations
                     | Kernel::HalfWeights(_)
                     | Kernel::DeltaRuleChunkedCoop
@@ -530,10 +475,7 @@ impl Kernel {
         let mut files = Vec::new();
         if matches!(
             self,
-            Kernel::GemmCoop
-                | Kernel::GemmCoopQuantized(_)
-                | Kernel::DeltaRuleChunkedCoop
-                | Kernel::AttentionPrefillCoop
+            Kernel::GemmCoop | Kernel::DeltaRuleChunkedCoop | Kernel::AttentionPrefillCoop
         ) {
             files.push(wgsl!("lib/cooperative_matrix"));
         }
@@ -586,21 +528,7 @@ impl Kernel {
                 files.extend(format.half_weights());
             }
             Kernel::HalfActivations => files.push(wgsl!("kernels/half_activations")),
-            Kernel::GemmCoop => files.extend([
-                GEMM_COOP_TILE,
-                wgsl!("lib/gemm_coop_weights_f16"),
-                wgsl!("kernels/gemm_coop"),
-            ]),
-            Kernel::GemmCoopQuantized(format) => {
-                files.push(GEMM_COOP_TILE);
-                files.extend(format.gemm_tiles());
-                files.push(wgsl!("kernels/gemm_coop"));
-            }
-            Kernel::WeightTiles(format) => {
-                files.push(GEMM_COOP_TILE);
-                files.extend(format.gemm_tiles());
-                files.push(wgsl!("kernels/weight_tiles"));
-            }
+            Kernel::GemmCoop => files.push(wgsl!("kernels/gemm_coop")),
             Kernel::Embed(format) => {
                 files.extend(format.decoder());
                 files.push(wgsl!("kernels/embed"));
@@ -816,8 +744,7 @@ pub struct Pipelines {
 
 impl Pipelines {
     /// Every kernel's pipeline except those on cooperative matrices (see
-    /// [`Pipelines::add_cooperative`]), those with subgroup operations and the tests' own
-    /// [`Kernel::WeightTiles`].
+    /// [`Pipelines::add_cooperative`]).
     pub fn build(
         device: &wgpu::Device,
         adapter: &wgpu::AdapterInfo,
@@ -834,10 +761,7 @@ impl Pipelines {
             all_shader_checks,
         };
         for kernel in Kernel::all() {
-            if !kernel.needs_cooperative_matrix()
-                && !kernel.needs_subgroups()
-                && !matches!(kernel, Kernel::WeightTiles(_))
-            {
+            if !kernel.needs_cooperative_matrix() && !kernel.needs_subgroups() {
                 pipelines.add(device, kernel)?;
             }
         }

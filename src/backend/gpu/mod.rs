@@ -59,9 +59,6 @@ pub struct Wgpu {
     rope_tables: Mutex<std::collections::HashMap<(usize, u32), wgpu::Buffer>>,
     /// Whether prefill GEMMs run on cooperative matrices (tensor cores).
     cooperative_matrix: bool,
-    /// Whether the cooperative GEMM decodes the formats with a tile decoder into its tiles
-    /// ([`GpuOptions::gemm_quantized_tiles`]).
-    gemm_quantized_tiles: bool,
     /// Whether the chunked delta rule runs on cooperative matrices
     /// ([`GpuOptions::cooperative_delta_rule`]).
     cooperative_delta_rule: bool,
@@ -305,7 +302,6 @@ impl Wgpu {
             buffer_pool: Default::default(),
             rope_tables: Mutex::new(Default::default()),
             cooperative_matrix: cooperative,
-            gemm_quantized_tiles: options.gemm_quantized_tiles,
             cooperative_delta_rule,
             delta_rule_scan,
             cooperative_attention,

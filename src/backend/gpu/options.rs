@@ -13,10 +13,6 @@ pub struct GpuOptions {
     pub integer_gemv: bool,
     /// Prefill GEMMs on cooperative matrices (tensor cores) where the device has them.
     pub cooperative_matrix: bool,
-    /// The cooperative GEMM of Q4_K and Q6_K weights decodes their blocks into its weight tiles
-    /// as it stages them (else, to compare, each weight is first decoded into an f16 scratch
-    /// matrix that the GEMM reads back, as the other formats always are).
-    pub gemm_quantized_tiles: bool,
     /// The chunked delta rule's products on cooperative matrices (f16 operands, f32 sums) where
     /// the device has them, `cooperative_matrix` is on and the chunks run (see
     /// `chunked_delta_rule`). Off by default: on the H100 it ran no
@@ -49,7 +45,6 @@ impl Default for GpuOptions {
             memory_limit: None,
             integer_gemv: true,
             cooperative_matrix: true,
-            gemm_quantized_tiles: true,
             cooperative_delta_rule: false,
             chunked_delta_rule: false,
             cooperative_attention: true,

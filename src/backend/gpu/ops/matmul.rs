@@ -9,23 +9,15 @@ impl Wgpu {
     pub fn matmul(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, GpuError> {
         check_matmul(x, w)?;
         if x.rows >= GEMM_MIN_ROWS {
-            return self.prefill_matmul(x, w);
+            return if self.cooperative_matrix {
+                self.gemm_cooperative(x, w)
+            } else {
+                self.gemm(x, w)
+            };
         }
         let out = self.output(x.rows, w.rows)?;
         self.gemv(GemvInput::Plain(x), w, &out, false)?;
         Ok(out)
-    }
-
-    /// The prefill GEMM `y = x · Wᵀ` (on cooperative matrices where the device has them)
-    /// whatever the rows of x: [`Wgpu::matmul`] takes it from [`GEMM_MIN_ROWS`] rows on, and
-    /// tests take it below, down to one token, for the GEMM's edge tiles.
-    pub fn prefill_matmul(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, GpuError> {
-        check_matmul(x, w)?;
-        if self.cooperative_matrix {
-            self.gemm_cooperative(x, w)
-        } else {
-            self.gemm(x, w)
-        }
     }
 
     /// `acc += x · Wᵀ`, the add done by the GEMV where the format has a fast one.
