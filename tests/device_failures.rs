@@ -60,7 +60,7 @@ fn weights_that_do_not_fit_fail_the_load_with_the_bytes() {
     );
 }
 
-/// The weights fit, a KV cache for 200,000 positions (51 MB in f16) does not: the load fails,
+/// The weights fit, a KV cache for 200,000 positions (102 MB in f32) does not: the load fails,
 /// naming the context and the bytes, before any token is evaluated.
 #[test]
 fn a_kv_cache_that_does_not_fit_fails_the_load_with_the_bytes() {
@@ -72,7 +72,7 @@ fn a_kv_cache_that_does_not_fit_fails_the_load_with_the_bytes() {
     assert_eq!(code, Some(1), "{stderr}");
     let file = GgufFile::open(fixture()).unwrap();
     let config = Config::from_gguf(&file).unwrap();
-    let cache_bytes = ctx * config.n_kv_head * config.head_dim * 2;
+    let cache_bytes = ctx * config.n_kv_head * config.head_dim * 4;
     assert!(
         stderr.contains(&format!(
             "allocating the state for a context of {ctx} tokens: the GPU is out of memory: a \

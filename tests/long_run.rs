@@ -66,9 +66,8 @@ fn long_run(kind: BackendKind, tokens: usize) {
         return;
     };
     let config = engine.config();
-    // A row of k and v each; wgpu stores its caches in f16 (GpuOptions::f16_kv_cache).
-    let value_bytes = if kind == BackendKind::Wgpu { 2 } else { 4 };
-    let kv_row_bytes = (config.n_kv_head * config.head_dim * value_bytes * 2) as u64;
+    // A row of k and v each, in f32 (wgpu's default, GpuOptions::f16_kv_cache off).
+    let kv_row_bytes = (config.n_kv_head * config.head_dim * 4 * 2) as u64;
     let attention_layers = config
         .layers
         .iter()

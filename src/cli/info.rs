@@ -97,7 +97,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     let conv = (n_delta * (c.conv_kernel - 1) * c.conv_channels()) as u64 * f32_bytes;
     println!("weights     {}", bytes(weight_bytes));
     println!(
-        "state       {} at --ctx {} (KV cache {} f32, {} in f16 on a GPU; recurrent {}, conv {})",
+        "state       {} at --ctx {} (KV cache {} f32, {} with --f16-kv-cache on a GPU; recurrent {}, conv {})",
         bytes(kv + recurrent + conv),
         args.ctx,
         bytes(kv),

@@ -184,7 +184,7 @@ impl Backend for Wgpu {
         })
     }
 
-    /// In f16 unless [`GpuOptions::f16_kv_cache`](super::GpuOptions::f16_kv_cache) is off (see
+    /// In f16 where [`GpuOptions::f16_kv_cache`](super::GpuOptions::f16_kv_cache) is on (see
     /// [`Wgpu::kv_cache`]); a cache too large for a binding poisons the backend as in `zeros`.
     fn kv_cache(&self, rows: usize, cols: usize) -> GpuTensor {
         Wgpu::kv_cache(self, rows, cols).unwrap_or_else(|e| {

@@ -34,8 +34,10 @@ pub struct GpuOptions {
     /// reading its kv head's rows again (else so only up to 1024 cached rows, and past them one
     /// pass over each kv head's rows for its GQA group; to compare).
     pub per_head_attention: bool,
-    /// KV caches in f16 (two halves to a u32 word), half the bytes decode attention reads at
-    /// depth; else f32 (to compare). Attention's sums stay f32 either way.
+    /// KV caches in f16 (two halves to a u32 word): half their memory. Off by default: on the
+    /// H100 decode ran 4% slower at a short context and no faster at a depth of 32768, where
+    /// decode attention is not bound by the bytes it reads (benches/results/
+    /// h100-2026-12-06-run33). Attention's sums stay f32 either way.
     pub f16_kv_cache: bool,
 }
 
@@ -51,7 +53,7 @@ impl Default for GpuOptions {
             all_shader_checks: false,
             subgroups: true,
             per_head_attention: false,
-            f16_kv_cache: true,
+            f16_kv_cache: false,
         }
     }
 }
