@@ -36,8 +36,6 @@ struct Params {
 @group(0) @binding(9) var<storage, read> dt_bias: array<f32>;
 
 const LANES: u32 = 8u;
-// Key rows a lane holds: four vec4s, kept in named registers rather than an array, so that no
-// compiler can put the state in memory.
 const KEYS: u32 = 16u;
 const MAX_K_DIM: u32 = LANES * KEYS;
 // State columns per workgroup.
@@ -136,47 +134,6 @@ fn column_sum(x: f32) -> f32 {
     return total;
 }
 
-// Four of this lane's key rows of a chunk row `at` of k_chunk (or q_chunk): rows
-// slice + LANES·(4j + i) for i = 0..4.
-fn k_rows4(at: u32, j: u32) -> vec4<f32> {
-    let e = at + 4u * j * LANES;
-    return vec4<f32>(k_chunk[e], k_chunk[e + LANES], k_chunk[e + 2u * LANES], k_chunk[e + 3u * LANES]);
-}
-
-fn q_rows4(at: u32, j: u32) -> vec4<f32> {
-    let e = at + 4u * j * LANES;
-    return vec4<f32>(q_chunk[e], q_chunk[e + LANES], q_chunk[e + 2u * LANES], q_chunk[e + 3u * LANES]);
-}
-
-// State index of key row slice + LANES·(4j + i), or none (past k_dim or v_dim).
-fn state_at(s_base: u32, slice: u32, j: u32, i: u32, live: bool) -> i32 {
-    let key = slice + LANES * (4u * j + i);
-    if (!live || key >= p.k_dim) {
-        return -1;
-    }
-    return i32(s_base + key * p.v_dim);
-}
-
-fn load_state(s_base: u32, slice: u32, j: u32, live: bool) -> vec4<f32> {
-    var s = vec4<f32>(0.0);
-    for (var i = 0u; i < 4u; i++) {
-        let at = state_at(s_base, slice, j, i, live);
-        if (at >= 0) {
-            s[i] = state[at];
-        }
-    }
-    return s;
-}
-
-fn store_state(s: vec4<f32>, s_base: u32, slice: u32, j: u32, live: bool) {
-    for (var i = 0u; i < 4u; i++) {
-        let at = state_at(s_base, slice, j, i, live);
-        if (at >= 0) {
-            state[at] = s[i];
-        }
-    }
-}
-
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -198,10 +155,14 @@ fn main(
     let j = at.first_col + col;
     let live = j < p.v_dim;
     let s_base = h * p.k_dim * p.v_dim + j;
-    var s0 = load_state(s_base, slice, 0u, live);
-    var s1 = load_state(s_base, slice, 1u, live);
-    var s2 = load_state(s_base, slice, 2u, live);
-    var s3 = load_state(s_base, slice, 3u, live);
+    var s: array<f32, KEYS>;
+    for (var e = 0u; e < KEYS; e++) {
+        let i = slice + e * LANES;
+        s[e] = 0.0;
+        if (live && i < p.k_dim) {
+            s[e] = state[s_base + i * p.v_dim];
+        }
+    }
     var share = load_share(0u, at, lid);
     for (var first = 0u; first < p.rows; first += CHUNK) {
         // The scan of the chunk before has read the workgroup's copy.
@@ -213,30 +174,37 @@ fn main(
         for (var t = 0u; t < count; t++) {
             let row = t * MAX_K_DIM + slice;
             let decay = decay_chunk[t];
-            let k0 = k_rows4(row, 0u);
-            let k1 = k_rows4(row, 1u);
-            let k2 = k_rows4(row, 2u);
-            let k3 = k_rows4(row, 3u);
-            s0 *= decay;
-            s1 *= decay;
-            s2 *= decay;
-            s3 *= decay;
-            let recall = column_sum(dot(s0, k0) + dot(s1, k1) + dot(s2, k2) + dot(s3, k3));
+            // Two partial sums halve the chain of dependent adds.
+            var recalled = vec2<f32>(0.0);
+            for (var e = 0u; e < KEYS; e += 2u) {
+                s[e] *= decay;
+                s[e + 1u] *= decay;
+                recalled += vec2<f32>(s[e], s[e + 1u]) * vec2<f32>(
+                    k_chunk[row + e * LANES],
+                    k_chunk[row + (e + 1u) * LANES],
+                );
+            }
+            let recall = column_sum(recalled.x + recalled.y);
             let delta = beta_chunk[t] * (v_chunk[t * COLS + col] - recall);
-            s0 += k0 * delta;
-            s1 += k1 * delta;
-            s2 += k2 * delta;
-            s3 += k3 * delta;
-            let o = dot(s0, q_rows4(row, 0u)) + dot(s1, q_rows4(row, 1u))
-                + dot(s2, q_rows4(row, 2u)) + dot(s3, q_rows4(row, 3u));
-            let total = column_sum(o);
+            var o = vec2<f32>(0.0);
+            for (var e = 0u; e < KEYS; e += 2u) {
+                s[e] += k_chunk[row + e * LANES] * delta;
+                s[e + 1u] += k_chunk[row + (e + 1u) * LANES] * delta;
+                o += vec2<f32>(s[e], s[e + 1u]) * vec2<f32>(
+                    q_chunk[row + e * LANES],
+                    q_chunk[row + (e + 1u) * LANES],
+                );
+            }
+            let total = column_sum(o.x + o.y);
             if (live && slice == 0u) {
                 out[((first + t) * p.n_v_head + h) * p.v_dim + j] = total;
             }
         }
     }
-    store_state(s0, s_base, slice, 0u, live);
-    store_state(s1, s_base, slice, 1u, live);
-    store_state(s2, s_base, slice, 2u, live);
-    store_state(s3, s_base, slice, 3u, live);
+    for (var e = 0u; e < KEYS; e++) {
+        let i = slice + e * LANES;
+        if (live && i < p.k_dim) {
+            state[s_base + i * p.v_dim] = s[e];
+        }
+    }
 }
