@@ -1,36 +1,11 @@
 // The gated delta rule token by token. The columns of S (one per value dimension j) evolve
 // independently:
 //   S ← S·exp(g);  δ = β(v − Sᵀk);  S ← S + k δᵀ;  o = Sᵀq.
-// S is the f32 state row of the head (k_dim × v_dim, key index major), updated in place. One
-// workgroup per (value head, COLS columns): each of its SLICES × COLS invocations keeps up to
+// One workgroup per (value head, COLS columns): each of its SLICES × COLS invocations keeps up to
 // KEYS_PER_SLICE key rows of one column in registers for the whole call, so the state is read
 // once and written once however many rows the call has; the two sums over keys (Sᵀk, Sᵀq) add the
 // slices' parts through workgroup memory.
-// With `raw_gates` the decay and write strength come from the projections as they are
-// (g = ssm_a·softplus(alpha + dt_bias), β = sigmoid(beta), as delta_net_gates.wgsl computes);
-// otherwise `gate` and `strength` hold g and β, and ssm_a and dt_bias are unread.
-
-struct Params {
-    n_k_head: u32,
-    n_v_head: u32,
-    k_dim: u32,
-    v_dim: u32,
-    rows: u32,
-    column_chunks: u32,
-    raw_gates: u32,
-    _pad: u32,
-}
-
-@group(0) @binding(0) var<storage, read> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> gate: array<f32>;
-@group(0) @binding(5) var<storage, read> strength: array<f32>;
-@group(0) @binding(6) var<storage, read_write> state: array<f32>;
-@group(0) @binding(7) var<storage, read_write> out: array<f32>;
-@group(0) @binding(8) var<storage, read> ssm_a: array<f32>;
-@group(0) @binding(9) var<storage, read> dt_bias: array<f32>;
+// Its operands are delta_rule_operands.wgsl's.
 
 const MAX_K_DIM: u32 = 256u;
 const COLS: u32 = 16u;
@@ -83,14 +58,9 @@ fn main(
             k_t[i] = k[t * qk_cols + qk_base + i];
         }
         workgroupBarrier();
-        let at = t * p.n_v_head + h;
-        var g = gate[at];
-        var beta = strength[at];
-        if (p.raw_gates != 0u) {
-            g = ssm_a[h] * softplus(g + dt_bias[h]);
-            beta = 1.0 / (1.0 + exp(-beta));
-        }
-        let decay = exp(g);
+        let g_beta = gates(t, h);
+        let beta = g_beta.y;
+        let decay = exp(g_beta.x);
         var recalled = 0.0;
         for (var e = 0u; e < KEYS_PER_SLICE; e++) {
             if (e < keys && first_key + e < p.k_dim) {

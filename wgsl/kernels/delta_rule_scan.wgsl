@@ -9,31 +9,7 @@
 // registers while it scans the one before, so the scan itself only reads workgroup memory.
 // The host builds this kernel only where subgroups have a fixed size that is a multiple of LANES,
 // and takes it for k_dim ≤ MAX_K_DIM.
-// With `raw_gates` the decay and write strength come from the projections as they are
-// (g = ssm_a·softplus(alpha + dt_bias), β = sigmoid(beta), as delta_net_gates.wgsl computes);
-// otherwise `gate` and `strength` hold g and β, and ssm_a and dt_bias are unread.
-
-struct Params {
-    n_k_head: u32,
-    n_v_head: u32,
-    k_dim: u32,
-    v_dim: u32,
-    rows: u32,
-    column_blocks: u32,
-    raw_gates: u32,
-    _pad: u32,
-}
-
-@group(0) @binding(0) var<storage, read> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> gate: array<f32>;
-@group(0) @binding(5) var<storage, read> strength: array<f32>;
-@group(0) @binding(6) var<storage, read_write> state: array<f32>;
-@group(0) @binding(7) var<storage, read_write> out: array<f32>;
-@group(0) @binding(8) var<storage, read> ssm_a: array<f32>;
-@group(0) @binding(9) var<storage, read> dt_bias: array<f32>;
+// Its operands are delta_rule_operands.wgsl's (`column_chunks` counts blocks of COLS columns).
 
 const LANES: u32 = 8u;
 const KEYS: u32 = 16u;
@@ -99,14 +75,9 @@ fn load_share(first: u32, at: Place, lid: u32) -> Share {
     share.beta = 0.0;
     let t = first + lid;
     if (lid < CHUNK && t < p.rows) {
-        var g = gate[t * p.n_v_head + at.h];
-        var beta = strength[t * p.n_v_head + at.h];
-        if (p.raw_gates != 0u) {
-            g = ssm_a[at.h] * softplus(g + dt_bias[at.h]);
-            beta = 1.0 / (1.0 + exp(-beta));
-        }
-        share.decay = exp(g);
-        share.beta = beta;
+        let g_beta = gates(t, at.h);
+        share.decay = exp(g_beta.x);
+        share.beta = g_beta.y;
     }
     return share;
 }
@@ -144,11 +115,11 @@ fn main(
     @builtin(subgroup_invocation_id) sg_lane: u32,
 ) {
     let id = workgroup_index(wid, nwg);
-    let h = id / p.column_blocks;
+    let h = id / p.column_chunks;
     if (h >= p.n_v_head) {
         return;
     }
-    let at = Place(h, (h % p.n_k_head) * p.k_dim, (id % p.column_blocks) * COLS);
+    let at = Place(h, (h % p.n_k_head) * p.k_dim, (id % p.column_chunks) * COLS);
     let lane = sg_id * sg_size + sg_lane;
     let slice = lane % LANES;
     let col = lane / LANES;

@@ -62,6 +62,7 @@ const GEMV_ROWS_DOT: SourceFile = wgsl!("lib/gemv_rows_dot");
 const SOFTPLUS: SourceFile = wgsl!("lib/softplus");
 const ROPE_ANGLE: SourceFile = wgsl!("lib/rope_angle");
 const DELTA_RULE_CHUNKED_IO: SourceFile = wgsl!("lib/delta_rule_chunked_io");
+const DELTA_RULE_OPERANDS: SourceFile = wgsl!("lib/delta_rule_operands");
 const DECODE_KV_ROWS: SourceFile = wgsl!("lib/decode_kv_rows");
 
 /// The KV cache access of the attention kernels on a cache stored as `storage`.
@@ -575,7 +576,9 @@ impl Kernel {
                 files.extend([wgsl!("lib/top_k_rounds"), wgsl!("kernels/top_k_draw")])
             }
             Kernel::DeltaNetGates => files.extend([SOFTPLUS, wgsl!("kernels/delta_net_gates")]),
-            Kernel::DeltaRule => files.extend([SOFTPLUS, wgsl!("kernels/delta_rule")]),
+            Kernel::DeltaRule => {
+                files.extend([SOFTPLUS, DELTA_RULE_OPERANDS, wgsl!("kernels/delta_rule")])
+            }
             Kernel::AttentionPrefill(storage) => {
                 files.extend([kv_cache(storage), wgsl!("kernels/attention_prefill")]);
             }
@@ -593,7 +596,11 @@ impl Kernel {
                     wgsl!("kernels/delta_rule_chunked_coop"),
                 ]);
             }
-            Kernel::DeltaRuleScan => files.extend([SOFTPLUS, wgsl!("kernels/delta_rule_scan")]),
+            Kernel::DeltaRuleScan => files.extend([
+                SOFTPLUS,
+                DELTA_RULE_OPERANDS,
+                wgsl!("kernels/delta_rule_scan"),
+            ]),
         }
         files
     }
