@@ -6,9 +6,11 @@ use super::*;
 /// per kv head and split (a few on the 27B's 4 kv heads) cannot fill a GPU; the two measured
 /// even at 1024 rows (benches/results/h200-2026-12-06-run28).
 const DECODE_ATTENTION_PER_HEAD_ROWS: usize = 1024;
-/// Workgroups a split decode attention aims at, to keep every SM of a large GPU streaming
-/// (more splits cost more partial results for the merge to read).
-const DECODE_ATTENTION_WORKGROUPS: usize = 512;
+/// Workgroups a split decode attention aims at: about as many as a large GPU runs at once, so
+/// that the splits end together rather than a second, partial wave following the first (on the
+/// H100, 512 gave 412 workgroups at a depth of 32768 and decode ran 7% slower there; more splits
+/// also cost more partial results for the merge to read).
+const DECODE_ATTENTION_WORKGROUPS: usize = 256;
 /// Query heads one decode-attention workgroup serves (`HEADS` of attention_decode.wgsl).
 const DECODE_ATTENTION_HEADS: usize = 8;
 /// Splits of the cache are whole numbers of this many rows, fewer than a tile's: at a depth of
