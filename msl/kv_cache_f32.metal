@@ -1,4 +1,5 @@
-// KV cache values in f32 (--f32-kv-cache): kv_cache_f16.metal's KvValue and KV_MAX over floats.
+// KV cache values in f32 (the default; f16 with --f16-kv-cache): kv_cache_f16.metal's KvValue
+// and KV_MAX over floats.
 #include <metal_stdlib>
 using namespace metal;
 

@@ -283,8 +283,8 @@ pub trait Backend: Send + Sync {
     /// A zero matrix of `rows × cols`.
     fn zeros(&self, rows: usize, cols: usize) -> Self::Tensor;
     /// A zero KV cache of `rows` positions of `cols` values, for [`KvCache`]: stored as the
-    /// backend chooses (a GPU in f16), read and written through [`Backend::read_rows`] and
-    /// [`Backend::write_rows`] as f32 like any tensor.
+    /// backend chooses (a GPU in f16 if asked to), read and written through
+    /// [`Backend::read_rows`] and [`Backend::write_rows`] as f32 like any tensor.
     fn kv_cache(&self, rows: usize, cols: usize) -> Self::Tensor;
     /// (rows, cols) of a tensor.
     fn dims(&self, x: &Self::Tensor) -> (usize, usize);

@@ -1,7 +1,7 @@
 //! Per-sequence state: a KV cache per attention layer, conv and recurrent state per DeltaNet
 //! layer (§4, §5), f32 on the backend except KV caches the backend stores otherwise
-//! ([`Backend::kv_cache`], f16 on a GPU); snapshots are f32 host copies, bit-exact to what the
-//! backend holds.
+//! ([`Backend::kv_cache`]: f16 on a GPU with `--f16-kv-cache`); snapshots are f32 host copies,
+//! bit-exact to what the backend holds.
 
 use super::config::{Config, LayerKind};
 use super::ModelError;

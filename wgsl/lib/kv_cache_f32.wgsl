@@ -1,4 +1,5 @@
-// KV cache rows in f32 (--f32-kv-cache): kv_cache_f16.wgsl's interface over plain values.
+// KV cache rows in f32 (the default; f16 with --f16-kv-cache): kv_cache_f16.wgsl's interface
+// over plain values.
 
 alias KvPair = vec2<f32>;
 alias KvQuad = vec4<f32>;

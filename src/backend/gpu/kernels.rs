@@ -388,11 +388,6 @@ impl Kernel {
             Kernel::Gemm(f) => format!("gemm_{f:?}").to_lowercase(),
             Kernel::HalfWeights(f) => format!("half_weights_{f:?}").to_lowercase(),
             Kernel::Embed(f) => format!("embed_{f:?}").to_lowercase(),
-            Kernel::Attention(s) => format!("Attention_{s:?}"),
-            Kernel::AttentionDecode(s) => format!("AttentionDecode_{s:?}"),
-            Kernel::AttentionBlocks(s) => format!("AttentionBlocks_{s:?}"),
-            Kernel::AttentionPrefill(s) => format!("AttentionPrefill_{s:?}"),
-            Kernel::AttentionPrefillHalves(s) => format!("AttentionPrefillHalves_{s:?}"),
             other => format!("{other:?}"),
         }
     }
