@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use half::{bf16, f16};
 use qwen35::backend::gpu::{
-    GpuError, GpuOptions, GpuTensor, GpuWeight, Storage, WeightFormat, Wgpu,
+    GemmSplit, GpuError, GpuOptions, GpuTensor, GpuWeight, Storage, WeightFormat, Wgpu,
     ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_PREFILL_MIN_ROWS, GEMM_MIN_ROWS,
 };
 use qwen35::backend::{AttentionShape, DeltaNetShape, DeltaRule, KvCache, Qkv};
@@ -33,6 +33,23 @@ fn gpu() -> Option<&'static Wgpu> {
     .as_ref()
 }
 
+/// A GPU opened with the default options but the fields given, once per test binary.
+macro_rules! gpu_with {
+    ($(#[$doc:meta])* $name:ident { $($field:ident: $value:expr),+ $(,)? }) => {
+        $(#[$doc])*
+        fn $name() -> &'static Wgpu {
+            static GPU: OnceLock<Wgpu> = OnceLock::new();
+            GPU.get_or_init(|| {
+                let options = GpuOptions {
+                    $($field: $value,)+
+                    ..GpuOptions::default()
+                };
+                Wgpu::with_options(&options).expect("the adapter opened once already")
+            })
+        }
+    };
+}
+
 /// The same adapter with the kernels that use no subgroup operations.
 fn plain_gpu() -> &'static Wgpu {
     static PLAIN: OnceLock<Wgpu> = OnceLock::new();
@@ -49,16 +66,34 @@ fn f32_activations_gpu() -> &'static Wgpu {
     })
 }
 
-/// The GPU with decode attention by query head (`--per-head-attention`).
-fn per_head_attention_gpu() -> &'static Wgpu {
-    static PER_HEAD: OnceLock<Wgpu> = OnceLock::new();
-    PER_HEAD.get_or_init(|| {
-        Wgpu::with_options(&GpuOptions {
-            per_head_attention: true,
-            ..GpuOptions::default()
-        })
-        .expect("the adapter opened once already")
-    })
+gpu_with! {
+    /// The GPU with each decode GEMV part half a subgroup where subgroups have one size
+    /// (`--gemv-half-subgroups`).
+    half_subgroup_gemv_gpu {
+        gemv_half_subgroups: true,
+    }
+}
+
+gpu_with! {
+    /// The GPU with Q6_K blocks padded to whole words in its weight buffers (`--q6-k-aligned`).
+    aligned_q6_k_gpu {
+        q6_k_aligned: true,
+    }
+}
+
+gpu_with! {
+    /// The GPU with every prefill GEMM on cooperative matrices split into three column slices
+    /// (`--gemm-split-k 3`), where it has them.
+    split_gemm_gpu {
+        gemm_split_k: GemmSplit::Slices(3),
+    }
+}
+
+gpu_with! {
+    /// The GPU with decode attention by query head (`--per-head-attention`).
+    per_head_attention_gpu {
+        per_head_attention: true,
+    }
 }
 
 /// xorshift64*: reproducible inputs without a dependency.
@@ -1118,30 +1153,20 @@ fn prefill_matches_token_by_token(name: &str, gpu: &Wgpu) {
     }
 }
 
-/// The adapter with a prefill's delta rule by chunks in f32 (`--chunked-delta-rule`).
-fn chunked_delta_rule_gpu() -> &'static Wgpu {
-    static CHUNKED: OnceLock<Wgpu> = OnceLock::new();
-    CHUNKED.get_or_init(|| {
-        Wgpu::with_options(&GpuOptions {
-            chunked_delta_rule: true,
-            ..GpuOptions::default()
-        })
-        .expect("the adapter opened once already")
-    })
+gpu_with! {
+    /// The adapter with a prefill's delta rule by chunks in f32 (`--chunked-delta-rule`).
+    chunked_delta_rule_gpu {
+        chunked_delta_rule: true,
+    }
 }
 
-/// The adapter with the chunked delta rule on cooperative matrices where it has them
-/// (`--chunked-delta-rule --cooperative-delta-rule`; off by default).
-fn cooperative_delta_rule_gpu() -> &'static Wgpu {
-    static COOPERATIVE: OnceLock<Wgpu> = OnceLock::new();
-    COOPERATIVE.get_or_init(|| {
-        Wgpu::with_options(&GpuOptions {
-            chunked_delta_rule: true,
-            cooperative_delta_rule: true,
-            ..GpuOptions::default()
-        })
-        .expect("the adapter opened once already")
-    })
+gpu_with! {
+    /// The adapter with the chunked delta rule on cooperative matrices where it has them
+    /// (`--chunked-delta-rule --cooperative-delta-rule`; off by default).
+    cooperative_delta_rule_gpu {
+        chunked_delta_rule: true,
+        cooperative_delta_rule: true,
+    }
 }
 
 /// The delta rule against the host recurrence over calls of 1, 7, 129 and 300 rows (off the
@@ -1266,6 +1291,8 @@ fn quantized_matmul_and_embed_against_quant_module() {
         for (device, variant) in [
             (plain_gpu(), "without subgroups"),
             (f32_activations_gpu(), "on f32 activations"),
+            (half_subgroup_gemv_gpu(), "on half subgroups"),
+            (aligned_q6_k_gpu(), "with Q6_K blocks on words"),
         ] {
             let xt = device.upload(tokens, cols, &x).unwrap();
             let weight = device
@@ -1452,7 +1479,13 @@ fn fused_residual_matmuls_against_reference() {
             .flat_map(|row| reference_rms(row, &norm, None, 1e-6))
             .collect();
         let want_normed = dot_rows(&normed);
-        for device in [gpu, plain_gpu(), f32_activations_gpu()] {
+        for device in [
+            gpu,
+            plain_gpu(),
+            f32_activations_gpu(),
+            half_subgroup_gemv_gpu(),
+            aligned_q6_k_gpu(),
+        ] {
             let weight = device
                 .upload_weight_in_parts("w", ty, rows, cols, &bytes, 8)
                 .unwrap();
@@ -1521,7 +1554,13 @@ fn several_projections_of_one_token_against_reference() {
             })
             .collect();
         for count in [2, 4] {
-            for device in [&counting, plain_gpu(), f32_activations_gpu()] {
+            for device in [
+                &counting,
+                plain_gpu(),
+                f32_activations_gpu(),
+                half_subgroup_gemv_gpu(),
+                aligned_q6_k_gpu(),
+            ] {
                 let ws: Vec<GpuWeight> = weights[..count]
                     .iter()
                     .map(|(ty, rows, bytes)| {
@@ -1627,7 +1666,8 @@ fn projections_recompute_after_their_input_changes() {
 
 /// Many rows of x take the tiled GEMM: every format against the CPU's row dot products, at
 /// sizes that are not multiples of the tiles (rows, tokens, and for float formats columns), with
-/// the weight split into parts that end mid-tile.
+/// the weight split into parts that end mid-tile; alone and added to what the output holds,
+/// whole and (on cooperative matrices) split into column slices.
 #[test]
 fn gemm_against_reference_for_every_format() {
     let Some(gpu) = gpu() else { return };
@@ -1663,19 +1703,36 @@ fn gemm_against_reference_for_every_format() {
                         .map(|row| qwen35::quant::dot_row(ty, row, xr).unwrap())
                 })
                 .collect();
-            let weight = gpu
-                .upload_weight_in_parts("w", ty, rows, cols, &bytes, 100)
-                .unwrap();
-            assert_eq!(weight.parts(), 2);
-            let xt = gpu.upload(tokens, cols, &x).unwrap();
-            let got = gpu.matmul(&xt, &weight).unwrap();
-            assert_eq!(got.dims(), (tokens, rows));
-            assert_close(
-                &format!("gemm {ty:?} {tokens} tokens"),
-                &read_all(gpu, &got),
-                &want,
-                Numerics::gemm(gpu),
-            );
+            let acc = rng.vec(tokens * rows);
+            let want_added: Vec<f32> = want.iter().zip(&acc).map(|(y, a)| y + a).collect();
+            for (device, variant) in [
+                (gpu, "whole"),
+                (split_gemm_gpu(), "in 3 column slices"),
+                (aligned_q6_k_gpu(), "with Q6_K blocks on words"),
+            ] {
+                let weight = device
+                    .upload_weight_in_parts("w", ty, rows, cols, &bytes, 100)
+                    .unwrap();
+                assert_eq!(weight.parts(), 2);
+                let xt = device.upload(tokens, cols, &x).unwrap();
+                let got = device.matmul(&xt, &weight).unwrap();
+                assert_eq!(got.dims(), (tokens, rows));
+                let what = format!("gemm {ty:?} {tokens} tokens {variant}");
+                assert_close(
+                    &what,
+                    &read_all(device, &got),
+                    &want,
+                    Numerics::gemm(device),
+                );
+                let sum = device.upload(tokens, rows, &acc).unwrap();
+                device.matmul_add(&xt, &weight, &sum).unwrap();
+                assert_close(
+                    &format!("{what}, added"),
+                    &read_all(device, &sum),
+                    &want_added,
+                    Numerics::gemm(device),
+                );
+            }
         }
     }
 }

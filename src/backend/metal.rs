@@ -18,7 +18,12 @@ use crate::backend::gpu::{validated_pipeline, GpuError, GpuOptions, MslLauncher,
 /// Opens the Metal adapter and builds the WGSL and MSL pipelines (the WGSL side set up by
 /// `options`); elsewhere, says why not.
 pub fn open(options: &GpuOptions) -> Result<Wgpu, MetalError> {
-    let gpu = match Wgpu::new_metal(options) {
+    // The MSL kernels read Q6_K blocks as the file lays them out.
+    let options = GpuOptions {
+        q6_k_aligned: false,
+        ..options.clone()
+    };
+    let gpu = match Wgpu::new_metal(&options) {
         Ok(gpu) => gpu,
         Err(GpuError::NoAdapter(_)) => {
             return Err(MetalError::NoMetalAdapter {

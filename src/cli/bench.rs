@@ -159,6 +159,10 @@ struct ModelBenchArgs {
     /// full prefill's time by stage.
     #[arg(long, conflicts_with = "skip")]
     ladder: bool,
+    /// Op classes of the GPU backend (as --profile names them, e.g. "matmul q6_K") left out of
+    /// every dispatch, to price each by its absence; the results are marked INVALID.
+    #[arg(long, value_delimiter = ',')]
+    leave_out: Vec<String>,
     /// Memory bandwidth in GB/s to hold decode against (default: a streaming-read probe on the
     /// CPU; unknown for GPUs).
     #[arg(long, allow_negative_numbers = true, value_parser = positive_gbps)]
@@ -273,7 +277,10 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
         skip,
         ladder: args.ladder,
         seed: args.seed,
-        gpu: args.gpu.options(),
+        gpu: qwen35::backend::gpu::GpuOptions {
+            left_out: args.leave_out.clone(),
+            ..args.gpu.options()
+        },
     };
 
     let mut probed: Option<f64> = None;
@@ -322,7 +329,14 @@ fn run_model_bench(args: ModelBenchArgs) -> anyhow::Result<()> {
     progress.done();
 
     let report = Report {
-        invalid: skip_reason(skip),
+        invalid: skip_reason(skip).or_else(|| {
+            (!args.leave_out.is_empty()).then(|| {
+                format!(
+                    "--leave-out {}: those ops did not run, so these are not the model's speeds",
+                    args.leave_out.join(",")
+                )
+            })
+        }),
         model,
         file_bytes: file.file_size(),
         weight_bytes_per_token: bytes_per_token,

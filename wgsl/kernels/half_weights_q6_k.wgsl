@@ -31,12 +31,12 @@ fn main(
         // (d·scale)·(q − 32), grouped as half_weights.wgsl's decoder groups it.
         let f = span.d * span.scales;
         for (var k = 0u; k < 2u; k++) {
-            let first0 = word_at(span.ql + 8u * k);
-            let first1 = word_at(span.ql + 8u * k + 4u);
-            let second0 = word_at(span.ql + 32u + 8u * k);
-            let second1 = word_at(span.ql + 36u + 8u * k);
-            let high0 = word_at(span.qh + 8u * k);
-            let high1 = word_at(span.qh + 8u * k + 4u);
+            let first0 = q6_k_word(span.ql + 8u * k);
+            let first1 = q6_k_word(span.ql + 8u * k + 4u);
+            let second0 = q6_k_word(span.ql + 32u + 8u * k);
+            let second1 = q6_k_word(span.ql + 36u + 8u * k);
+            let high0 = q6_k_word(span.qh + 8u * k);
+            let high1 = q6_k_word(span.qh + 8u * k + 4u);
             runs[k] = clamped_halves(
                 f.x * (six_bits(first0, high0) - 32.0),
                 f.x * (six_bits(first1, high1) - 32.0),

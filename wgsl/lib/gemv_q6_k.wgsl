@@ -1,4 +1,4 @@
-// Q6_K spans for gemv_rows: in half n of a 210-byte super-block, bytes l0..l0+8 of the two
+// Q6_K spans for gemv_rows: in half n of a super-block (q6_k_span.wgsl), bytes l0..l0+8 of the two
 // 32-byte nibble runs ql[64n..] and ql[64n+32..] and of the bit pairs qh[32n..] give elements
 // 128n + 32p + l0.. (8 each) of the four parts p: low nibbles of the first run (p 0), of the
 // second (p 1), high nibbles of the first (p 2) and of the second (p 3), with bits 2p..2p+2 of qh
@@ -29,9 +29,9 @@ fn span_dot(
         let span = q6_k_span((*row_bytes_at)[r], block, n, l0);
         var dots = vec4<f32>(0.0);
         for (var half = 0u; half < 2u; half++) {
-            let first = word_at(span.ql + 4u * half);
-            let second = word_at(span.ql + 32u + 4u * half);
-            let high = word_at(span.qh + 4u * half);
+            let first = q6_k_word(span.ql + 4u * half);
+            let second = q6_k_word(span.ql + 32u + 4u * half);
+            let high = q6_k_word(span.qh + 4u * half);
             var xs: array<vec4<f32>, 4>;
             if (half == 0u) {
                 xs = xa;

@@ -49,12 +49,12 @@ fn span_dot(
     }
     for (var r = 0u; r < ROWS; r++) {
         let span = q6_k_span((*row_bytes_at)[r], block, n, l0);
-        let first0 = word_at(span.ql);
-        let first1 = word_at(span.ql + 4u);
-        let second0 = word_at(span.ql + 32u);
-        let second1 = word_at(span.ql + 36u);
-        let high0 = word_at(span.qh);
-        let high1 = word_at(span.qh + 4u);
+        let first0 = q6_k_word(span.ql);
+        let first1 = q6_k_word(span.ql + 4u);
+        let second0 = q6_k_word(span.ql + 32u);
+        let second1 = q6_k_word(span.ql + 36u);
+        let high0 = q6_k_word(span.qh);
+        let high1 = q6_k_word(span.qh + 4u);
         let d0 = quant_dot(
             centred_six_bits(first0, high0), centred_six_bits(first1, high1), hi[0], lo[0]);
         let d1 = quant_dot(

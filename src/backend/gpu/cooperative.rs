@@ -27,6 +27,24 @@ const SUBGROUP_SIZE: u32 = 32;
 const TILE: usize = 128;
 /// Columns per step of gemm_coop.wgsl (WGSL `DEPTH`); the f16 scratch rows are padded to it.
 const DEPTH: usize = 64;
+/// Workgroups a split GEMM aims at: some eight per multiprocessor of a 132-multiprocessor GPU
+/// (H100, H200), where one workgroup of this kernel per multiprocessor fits beside another at
+/// most, so that the last wave of workgroups is a small part of the GEMM.
+const SPLIT_TARGET_WORKGROUPS: usize = 1024;
+/// Column steps a slice of a split GEMM keeps at least, so that its prologue (the first fetch)
+/// and its partial sums' traffic stay small beside its products.
+const MIN_SLICE_STEPS: usize = 16;
+
+/// Column slices for a GEMM of `tiles` output tiles and `steps` column steps: enough for
+/// [`SPLIT_TARGET_WORKGROUPS`], no slice under [`MIN_SLICE_STEPS`] steps; 1 for a GEMM that
+/// has the workgroups already (long prompts).
+fn split_k(tiles: usize, steps: usize) -> usize {
+    SPLIT_TARGET_WORKGROUPS
+        .div_ceil(tiles.max(1))
+        .min(steps / MIN_SLICE_STEPS)
+        .max(1)
+}
+
 /// Bytes of f16 weight scratch at most: larger weights are decoded and multiplied in chunks of
 /// rows.
 const MAX_SCRATCH_BYTES: u64 = 256 << 20;
@@ -148,26 +166,63 @@ struct HalfMatrix {
 }
 
 impl Wgpu {
-    /// `y = x · Wᵀ` on cooperative matrices: x to f16 once (and reused by the next GEMM of the
-    /// same x), then for each chunk of weight rows (within a part) one dispatch decoding it to
-    /// f16 and one GEMM over it.
+    /// `y = x · Wᵀ` on cooperative matrices, or with `accumulate` `y += x · Wᵀ`: x to f16 once
+    /// (and reused by the next GEMM of the same x), then for each chunk of weight rows (within a
+    /// part) one dispatch decoding it to f16 and one GEMM over it. A GEMM split along its columns
+    /// ([`split_k`]) leaves partial sums in a scratch matrix per slice, added into y at the end.
     pub(super) fn gemm_cooperative(
         &self,
         x: &GpuTensor,
         w: &GpuWeight,
-    ) -> Result<GpuTensor, GpuError> {
-        let out = self.output(x.rows, w.rows)?;
+        y: &GpuTensor,
+        accumulate: bool,
+    ) -> Result<(), GpuError> {
+        let split = match self.gemm_split_k {
+            super::GemmSplit::Auto => None,
+            super::GemmSplit::Slices(n) => Some(n),
+        };
+        self.gemm_cooperative_split(x, w, y, accumulate, split)
+    }
+
+    /// [`Wgpu::gemm_cooperative`] in `split` column slices (`None`: [`split_k`]'s choice).
+    fn gemm_cooperative_split(
+        &self,
+        x: &GpuTensor,
+        w: &GpuWeight,
+        y: &GpuTensor,
+        accumulate: bool,
+        split: Option<usize>,
+    ) -> Result<(), GpuError> {
         let (x16_rows, x16_cols) = half_activation_dims(x);
         let row_bytes = (x16_cols * 2) as u64;
         let chunk_rows = (MAX_SCRATCH_BYTES.min(self.binding_limit) / row_bytes) as usize / TILE;
         let chunk_rows = chunk_rows.max(1) * TILE;
+        let token_tiles = x16_rows / TILE;
+        let steps = x16_cols / DEPTH;
+        // One split for the whole GEMM, from its largest chunk, so that one sum covers it.
+        let largest_tiles = w
+            .parts
+            .iter()
+            .map(|p| p.rows.min(chunk_rows))
+            .max()
+            .unwrap_or(0);
+        let tiles = largest_tiles.div_ceil(TILE) * token_tiles;
+        let split = split.unwrap_or_else(|| split_k(tiles, steps)).max(1);
+        let slice_steps = steps.div_ceil(split);
+        let slices = steps.div_ceil(slice_steps);
+        let partials = if slices > 1 {
+            Some(self.output(slices * x.rows, w.rows)?)
+        } else {
+            None
+        };
+        let target = partials.as_ref().unwrap_or(y);
         let multiply = |x16: &GpuTensor| {
             for part in &w.parts {
                 for first in (0..part.rows).step_by(chunk_rows) {
                     let rows = chunk_rows.min(part.rows - first);
                     let w16 = self.half_weights(w, part, first, rows)?;
                     let row_tiles = w16.rows / TILE;
-                    let tiles = row_tiles * (x16_rows / TILE);
+                    let tiles = row_tiles * token_tiles;
                     self.record(
                         Kernel::GemmCoop,
                         &[
@@ -178,10 +233,14 @@ impl Wgpu {
                             (part.first_row + first) as u32,
                             row_tiles as u32,
                             tiles as u32,
+                            u32::from(accumulate && partials.is_none()),
+                            slices as u32,
+                            (slice_steps * DEPTH) as u32,
+                            (x.rows * w.rows) as u32,
                             0,
                         ],
-                        &[&x16.buffer, &w16.words.buffer, &out.buffer],
-                        tiles,
+                        &[&x16.buffer, &w16.words.buffer, &target.buffer],
+                        tiles * slices,
                         ((x16_rows + w16.rows) * x16_cols * 2) as u64,
                     )?;
                 }
@@ -191,7 +250,34 @@ impl Wgpu {
         let key = (x.buffer.clone(), x.dims());
         let convert = || self.half_activations(x).map(|x16| x16.words);
         self.reuse(&self.last_half, key, convert, multiply)?;
-        Ok(out)
+        if let Some(partials) = &partials {
+            self.sum_slices(y, partials, slices, accumulate)?;
+        }
+        Ok(())
+    }
+
+    /// `y = Σ_s partials[s]` (with `accumulate` `y += …`) over `slices` slices of y's size.
+    fn sum_slices(
+        &self,
+        y: &GpuTensor,
+        partials: &GpuTensor,
+        slices: usize,
+        accumulate: bool,
+    ) -> Result<(), GpuError> {
+        let n = y.len();
+        if partials.len() != n * slices {
+            return Err(GpuError::Shape {
+                op: "sum_slices",
+                detail: format!("{} partial sums for {slices} slices of {n}", partials.len()),
+            });
+        }
+        self.record(
+            Kernel::SumSlices,
+            &[n as u32, slices as u32, u32::from(accumulate), 0],
+            &[&y.buffer, &partials.buffer],
+            n.div_ceil(WG),
+            f32_bytes(&[y, partials]),
+        )
     }
 
     /// x as f16, padded with zeros to whole tiles of tokens and columns
@@ -288,8 +374,9 @@ impl Wgpu {
     }
 
     /// Runs one GEMM on both kernels, at sizes that cross tile edges and weight parts, and
-    /// tells whether the cooperative result agrees with the f32 one (logging the outcome). A
-    /// device error on the way also means no.
+    /// tells whether the cooperative result agrees with the f32 one (logging the outcome), also
+    /// when split into uneven column slices and added to what y holds. A device error on the
+    /// way also means no.
     pub(super) fn cooperative_gemm_agrees(&self) -> bool {
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let agreement = self.cooperative_gemm_agreement();
@@ -320,9 +407,10 @@ impl Wgpu {
         }
     }
 
-    /// Cosine between the cooperative and the f32 GEMM of the startup check.
+    /// The lesser cosine between the cooperative and the f32 GEMM of the startup check, whole
+    /// and split (five column steps in slices of 2, 2 and 1, added to the whole one's result).
     fn cooperative_gemm_agreement(&self) -> Result<f64, GpuError> {
-        let (rows, cols, tokens) = (150, 96, 140);
+        let (rows, cols, tokens) = (150, 300, 140);
         let w: Vec<f32> = (0..rows * cols).map(|i| check_value(i, 53, 97)).collect();
         let x: Vec<f32> = (0..tokens * cols)
             .map(|i| check_value(i, 37, 101))
@@ -336,12 +424,23 @@ impl Wgpu {
             70,
         )?;
         let x = self.upload(tokens, cols, &x)?;
-        let plain = self.gemm(&x, &weight)?;
-        let cooperative = self.gemm_cooperative(&x, &weight)?;
-        Ok(crate::compare::cosine(
-            &self.read_rows(&cooperative, 0, tokens)?,
-            &self.read_rows(&plain, 0, tokens)?,
-        ))
+        let plain = self.read_rows(&self.gemm(&x, &weight)?, 0, tokens)?;
+        let cooperative = self.output(tokens, rows)?;
+        self.gemm_cooperative_split(&x, &weight, &cooperative, false, Some(1))?;
+        let whole = self.read_rows(&cooperative, 0, tokens)?;
+        self.gemm_cooperative_split(&x, &weight, &cooperative, true, Some(3))?;
+        let added: Vec<f32> = (self.read_rows(&cooperative, 0, tokens)?.iter())
+            .zip(&whole)
+            .map(|(sum, first)| sum - first)
+            .collect();
+        // A cosine cannot see a wrong scale (an add that overwrote, a slice summed twice).
+        let norm = |v: &[f32]| v.iter().map(|&e| e as f64 * e as f64).sum::<f64>().sqrt();
+        let split = if (norm(&added) / norm(&plain) - 1.0).abs() <= 1e-2 {
+            crate::compare::cosine(&added, &plain)
+        } else {
+            0.0
+        };
+        Ok(crate::compare::cosine(&whole, &plain).min(split))
     }
 }
 
@@ -352,9 +451,15 @@ mod tests {
     use super::*;
     use half::f16;
 
-    /// A device with the scratch kernels built, if there is one.
-    fn gpu() -> Option<Wgpu> {
-        let mut gpu = super::super::test_gpu()?;
+    /// A device with the scratch kernels built, if there is one; with `q6_k_aligned` its Q6_K
+    /// blocks padded to whole words.
+    fn scratch_gpu(q6_k_aligned: bool) -> Option<Wgpu> {
+        super::super::test_gpu()?;
+        let options = super::super::GpuOptions {
+            q6_k_aligned,
+            ..Default::default()
+        };
+        let mut gpu = Wgpu::with_options(&options).ok()?;
         let mut kernels = vec![Kernel::HalfActivations];
         kernels.extend(super::super::WeightFormat::ALL.map(Kernel::HalfWeights));
         for kernel in kernels {
@@ -381,9 +486,40 @@ mod tests {
         assert!(err <= want.abs() * 1e-3 + 1e-7, "{what}: {got} for {want}");
     }
 
+    /// The split GEMM's last pass (the GEMM itself needs cooperative matrices, which lavapipe
+    /// lacks): slices summed in order, alone or added to what y holds.
+    #[test]
+    fn split_sums_add_every_slice() {
+        let Some(gpu) = super::super::test_gpu() else {
+            return;
+        };
+        let (rows, cols, slices) = (3, 70, 3);
+        let parts: Vec<f32> = (0..slices * rows * cols)
+            .map(|i| check_value(i, 37, 101))
+            .collect();
+        let start: Vec<f32> = (0..rows * cols).map(|i| check_value(i, 53, 97)).collect();
+        let partials = gpu.upload(slices * rows, cols, &parts).unwrap();
+        for accumulate in [false, true] {
+            let y = gpu.upload(rows, cols, &start).unwrap();
+            gpu.sum_slices(&y, &partials, slices, accumulate).unwrap();
+            let got = gpu.read_rows(&y, 0, rows).unwrap();
+            for (i, &got) in got.iter().enumerate() {
+                let mut want = if accumulate { start[i] } else { 0.0 };
+                for s in 0..slices {
+                    want += parts[s * rows * cols + i];
+                }
+                assert_eq!(got, want, "y[{i}], accumulate {accumulate}");
+            }
+        }
+        let wrong = gpu.upload(rows, cols, &start).unwrap();
+        assert!(gpu.sum_slices(&wrong, &partials, 2, false).is_err());
+    }
+
     #[test]
     fn scratch_matrices_hold_f16_values_padded_with_zeros() {
-        let Some(gpu) = gpu() else { return };
+        let Some(gpu) = scratch_gpu(false) else {
+            return;
+        };
         let (tokens, cols) = (70, 37);
         let x: Vec<f32> = (0..tokens * cols)
             .map(|i| check_value(i, 37, 101) * if i % 50 == 0 { 1e6 } else { 3.0 })
@@ -403,6 +539,7 @@ mod tests {
         }
 
         let rows = 45;
+        let aligned = scratch_gpu(true).expect("the adapter opened once already");
         for ty in [
             GgmlType::F32,
             GgmlType::F16,
@@ -417,32 +554,35 @@ mod tests {
             for row in values.chunks_exact(cols) {
                 crate::quant::quantize_row(ty, row, &mut bytes).unwrap();
             }
-            let weight = gpu
-                .upload_weight_in_parts("w", ty, rows, cols, &bytes, 20)
-                .unwrap();
-            // Rows 3..15 of the second part: weight rows 23..35.
-            let (first, count) = (3, 12);
-            let w16 = gpu
-                .half_weights(&weight, &weight.parts[1], first, count)
-                .unwrap();
-            assert_eq!((w16.rows, w16.cols), (TILE, cols.next_multiple_of(DEPTH)));
-            let got = read_halves(&gpu, &w16);
-            let row_bytes = bytes.len() / rows;
-            let mut decoded = vec![0f32; cols];
-            for r in 0..w16.rows {
-                if r < count {
-                    let at = (20 + first + r) * row_bytes;
-                    crate::quant::dequantize_row(ty, &bytes[at..at + row_bytes], &mut decoded)
-                        .unwrap();
-                }
-                for c in 0..w16.cols {
-                    let want = if r < count && c < cols {
-                        decoded[c]
-                    } else {
-                        0.0
-                    };
-                    let got = got[r * w16.cols + c];
-                    assert_half_of(&format!("{ty:?} w[{r}, {c}]"), got, want);
+            // Q6_K also with its blocks padded to whole words on the device.
+            for device in [&gpu, &aligned] {
+                let weight = device
+                    .upload_weight_in_parts("w", ty, rows, cols, &bytes, 20)
+                    .unwrap();
+                // Rows 3..15 of the second part: weight rows 23..35.
+                let (first, count) = (3, 12);
+                let w16 = device
+                    .half_weights(&weight, &weight.parts[1], first, count)
+                    .unwrap();
+                assert_eq!((w16.rows, w16.cols), (TILE, cols.next_multiple_of(DEPTH)));
+                let got = read_halves(device, &w16);
+                let row_bytes = bytes.len() / rows;
+                let mut decoded = vec![0f32; cols];
+                for r in 0..w16.rows {
+                    if r < count {
+                        let at = (20 + first + r) * row_bytes;
+                        crate::quant::dequantize_row(ty, &bytes[at..at + row_bytes], &mut decoded)
+                            .unwrap();
+                    }
+                    for c in 0..w16.cols {
+                        let want = if r < count && c < cols {
+                            decoded[c]
+                        } else {
+                            0.0
+                        };
+                        let got = got[r * w16.cols + c];
+                        assert_half_of(&format!("{ty:?} w[{r}, {c}]"), got, want);
+                    }
                 }
             }
         }

@@ -262,6 +262,8 @@ pub enum Kernel {
     HalfActivations,
     /// Matmul for many rows of x on cooperative matrices (tensor cores), over f16 scratch.
     GemmCoop,
+    /// The column slices' partial sums of a [`Kernel::GemmCoop`] split along K, added up.
+    SumSlices,
     Embed(WeightFormat),
     Add,
     Swiglu,
@@ -350,6 +352,7 @@ impl Kernel {
         all.extend([
             Kernel::HalfActivations,
             Kernel::GemmCoop,
+            Kernel::SumSlices,
             Kernel::QuantizeActivations,
             Kernel::Add,
             Kernel::Swiglu,
@@ -404,6 +407,7 @@ impl Kernel {
             Kernel::HalfWeights(f) => format!("gemm-coop f16 {}", f.ggml_type().name()),
             Kernel::HalfActivations => "gemm-coop f16 x".into(),
             Kernel::GemmCoop => "gemm-coop".into(),
+            Kernel::SumSlices => "gemm-coop split sums".into(),
             Kernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
             Kernel::Add => "add".into(),
             Kernel::Swiglu => "swiglu".into(),
@@ -525,6 +529,7 @@ impl Kernel {
             }
             Kernel::HalfActivations => files.push(wgsl!("kernels/half_activations")),
             Kernel::GemmCoop => files.push(wgsl!("kernels/gemm_coop")),
+            Kernel::SumSlices => files.push(wgsl!("kernels/sum_slices")),
             Kernel::Embed(format) => {
                 files.extend(format.decoder());
                 files.push(wgsl!("kernels/embed"));
@@ -629,9 +634,10 @@ impl Kernel {
         }
     }
 
-    /// The kernel's WGSL: with subgroup operations or without, and for the fast GEMVs with
-    /// parts of `gemv_part` invocations.
-    pub fn source(self, subgroups: bool, gemv_part: usize) -> String {
+    /// The kernel's WGSL: with subgroup operations or without, for the fast GEMVs with parts of
+    /// `gemv_part` invocations, and for Q6_K weights whose super-blocks are `q6_k_block_bytes`
+    /// apart.
+    pub fn source(self, subgroups: bool, gemv_part: usize, q6_k_block_bytes: usize) -> String {
         let mut source = String::new();
         for f in self.files(subgroups) {
             source += &format!("// ---- {} ----\n{}\n", f.name, f.source);
@@ -650,8 +656,26 @@ impl Kernel {
         } else {
             (self.workgroup_size(), String::new())
         };
-        source.insert_str(body_start, &format!("{part}const WG: u32 = {wg}u;\n"));
+        source.insert_str(
+            body_start,
+            &format!(
+                "{part}const WG: u32 = {wg}u;\nconst Q6_K_BLOCK_BYTES: u32 = {q6_k_block_bytes}u;\n"
+            ),
+        );
         source
+    }
+}
+
+/// Bytes of a Q6_K super-block in a GGUF file.
+const Q6_K_FILE_BLOCK_BYTES: usize = 210;
+
+/// Bytes from one Q6_K super-block to the next in a weight buffer: the file's, or with
+/// [`super::GpuOptions::q6_k_aligned`] padded to whole words.
+pub fn q6_k_block_bytes(aligned: bool) -> usize {
+    if aligned {
+        Q6_K_FILE_BLOCK_BYTES.next_multiple_of(4)
+    } else {
+        Q6_K_FILE_BLOCK_BYTES
     }
 }
 
@@ -685,7 +709,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
             sources.push(KernelSource {
                 name: kernel.name(),
                 files: kernel.files(true).iter().map(|f| f.name).collect(),
-                source: kernel.source(true, GEMV_SHARED_PART),
+                source: kernel.source(true, GEMV_SHARED_PART, Q6_K_FILE_BLOCK_BYTES),
                 subgroups: true,
                 cooperative_matrix: true,
             });
@@ -695,7 +719,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
             sources.push(KernelSource {
                 name: kernel.name(),
                 files: kernel.files(true).iter().map(|f| f.name).collect(),
-                source: kernel.source(true, GEMV_SHARED_PART),
+                source: kernel.source(true, GEMV_SHARED_PART, Q6_K_FILE_BLOCK_BYTES),
                 subgroups: true,
                 cooperative_matrix: false,
             });
@@ -707,7 +731,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
             sources.push(KernelSource {
                 name: format!("{}+subgroups", kernel.name()),
                 files: with_subgroups,
-                source: kernel.source(true, GEMV_SHARED_PART),
+                source: kernel.source(true, GEMV_SHARED_PART, Q6_K_FILE_BLOCK_BYTES),
                 subgroups: true,
                 cooperative_matrix: false,
             });
@@ -715,7 +739,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
         sources.push(KernelSource {
             name: kernel.name(),
             files: plain,
-            source: kernel.source(false, GEMV_SHARED_PART),
+            source: kernel.source(false, GEMV_SHARED_PART, Q6_K_FILE_BLOCK_BYTES),
             subgroups: false,
             cooperative_matrix: false,
         });
@@ -737,11 +761,14 @@ fn shader_checks(all: bool) -> wgpu::ShaderRuntimeChecks {
 /// The compute pipelines of every kernel.
 pub struct Pipelines {
     by_kernel: HashMap<Kernel, wgpu::ComputePipeline>,
-    /// The subgroup size of the device where it has one fixed size (and a workgroup of
-    /// [`GEMV_PARTS`] subgroups is allowed): the fast GEMVs' parts are then its subgroups.
+    /// Invocations per part of the fast GEMVs where the device's subgroups have one fixed size
+    /// (and a workgroup of [`GEMV_PARTS`] subgroups is allowed): the parts are then its
+    /// subgroups, or halves of them ([`super::GpuOptions::gemv_half_subgroups`]).
     gemv_subgroup: Option<usize>,
     /// Every runtime check in the kernels ([`shader_checks`]).
     all_shader_checks: bool,
+    /// Bytes from one Q6_K super-block to the next in weight buffers (WGSL `Q6_K_BLOCK_BYTES`).
+    q6_k_block_bytes: usize,
 }
 
 impl Pipelines {
@@ -750,17 +777,23 @@ impl Pipelines {
     pub fn build(
         device: &wgpu::Device,
         adapter: &wgpu::AdapterInfo,
-        all_shader_checks: bool,
+        options: &super::GpuOptions,
     ) -> Result<Pipelines, GpuError> {
         let size = adapter.subgroup_min_size as usize;
         let fixed_size = device.features().contains(wgpu::Features::SUBGROUP)
             && size > 0
             && adapter.subgroup_max_size as usize == size
             && GEMV_PARTS * size <= device.limits().max_compute_invocations_per_workgroup as usize;
+        let part = if options.gemv_half_subgroups && size >= 2 {
+            size / 2
+        } else {
+            size
+        };
         let mut pipelines = Pipelines {
             by_kernel: HashMap::new(),
-            gemv_subgroup: fixed_size.then_some(size),
-            all_shader_checks,
+            gemv_subgroup: fixed_size.then_some(part),
+            all_shader_checks: options.all_shader_checks,
+            q6_k_block_bytes: q6_k_block_bytes(options.q6_k_aligned),
         };
         for kernel in Kernel::all() {
             if !kernel.needs_cooperative_matrix() && !kernel.needs_subgroups() {
@@ -802,7 +835,11 @@ impl Pipelines {
         let pipeline = validated_pipeline(device, &name, "main", || {
             let descriptor = wgpu::ShaderModuleDescriptor {
                 label: Some(&name),
-                source: wgpu::ShaderSource::Wgsl(kernel.source(subgroups, gemv_part).into()),
+                source: wgpu::ShaderSource::Wgsl(
+                    kernel
+                        .source(subgroups, gemv_part, self.q6_k_block_bytes)
+                        .into(),
+                ),
             };
             let checks = shader_checks(self.all_shader_checks);
             // SAFETY: every loop in wgsl/ is bounded by its parameters, and no kernel divides by

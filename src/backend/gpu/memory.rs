@@ -133,7 +133,8 @@ pub(crate) struct WeightPart {
     pub buffer: wgpu::Buffer,
 }
 
-/// A weight matrix of `rows × cols` elements, its blocks as the file stores them.
+/// A weight matrix of `rows × cols` elements, its blocks as the file stores them (Q6_K's padded
+/// to whole words with [`super::GpuOptions::q6_k_aligned`]); `row_bytes` is a row's on the device.
 #[derive(Debug)]
 pub struct GpuWeight {
     pub(crate) name: String,
@@ -144,6 +145,39 @@ pub struct GpuWeight {
     pub(crate) cols: usize,
     pub(crate) row_bytes: usize,
     pub(crate) parts: Vec<WeightPart>,
+}
+
+/// Bytes staged at a time while padding a weight's blocks on upload.
+const PADDING_STAGING_BYTES: usize = 16 << 20;
+
+/// How a weight's blocks lie in its device buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BlockLayout {
+    /// As in the file.
+    File,
+    /// Each block of `file` bytes followed by zeros up to `device` bytes.
+    Padded { file: usize, device: usize },
+}
+
+impl BlockLayout {
+    fn of(ty: GgmlType, q6_k_aligned: bool) -> BlockLayout {
+        let device = super::kernels::q6_k_block_bytes(q6_k_aligned);
+        match ty {
+            GgmlType::Q6_K if device != ty.block_bytes() => BlockLayout::Padded {
+                file: ty.block_bytes(),
+                device,
+            },
+            _ => BlockLayout::File,
+        }
+    }
+
+    /// The device bytes of `file_bytes` bytes of whole blocks.
+    fn device_bytes(self, file_bytes: usize) -> usize {
+        match self {
+            BlockLayout::File => file_bytes,
+            BlockLayout::Padded { file, device } => file_bytes / file * device,
+        }
+    }
 }
 
 impl GpuWeight {
@@ -465,7 +499,9 @@ impl Wgpu {
                 limit: self.binding_limit,
             });
         }
-        let rows_per_part = (self.binding_limit as usize / row_bytes.max(1))
+        let layout = BlockLayout::of(ty, self.q6_k_aligned);
+        let device_row_bytes = layout.device_bytes(row_bytes);
+        let rows_per_part = (self.binding_limit as usize / device_row_bytes.max(1))
             .min(max_part_rows)
             .max(1);
         let mut parts = Vec::new();
@@ -475,7 +511,7 @@ impl Wgpu {
             parts.push(WeightPart {
                 first_row,
                 rows: part_rows,
-                buffer: self.upload_weight_part(name, part_bytes)?,
+                buffer: self.upload_weight_part(name, part_bytes, layout)?,
             });
         }
         Ok(GpuWeight {
@@ -484,26 +520,50 @@ impl Wgpu {
             format,
             rows,
             cols,
-            row_bytes,
+            row_bytes: device_row_bytes,
             parts,
         })
     }
 
-    fn upload_weight_part(&self, name: &str, bytes: &[u8]) -> Result<wgpu::Buffer, GpuError> {
+    fn upload_weight_part(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        layout: BlockLayout,
+    ) -> Result<wgpu::Buffer, GpuError> {
         let buffer = self.allocate(
             &format!("weight {name}"),
-            padded_size(bytes.len() as u64),
+            padded_size(layout.device_bytes(bytes.len()) as u64),
             // COPY_SRC: a launcher running kernels off the device reads weights too.
             TENSOR_USAGE,
         )?;
-        // Whole words only: the tail of an odd-sized part goes in through a padded copy.
-        let whole = bytes.len() / 4 * 4;
         let queue = self.recorder.queue();
-        queue.write_buffer(&buffer, 0, &bytes[..whole]);
-        if whole < bytes.len() {
-            let mut tail = [0u8; 4];
-            tail[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
-            queue.write_buffer(&buffer, whole as u64, &tail);
+        match layout {
+            BlockLayout::File => {
+                // Whole words only: the tail of an odd-sized part goes in through a padded copy.
+                let whole = bytes.len() / 4 * 4;
+                queue.write_buffer(&buffer, 0, &bytes[..whole]);
+                if whole < bytes.len() {
+                    let mut tail = [0u8; 4];
+                    tail[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
+                    queue.write_buffer(&buffer, whole as u64, &tail);
+                }
+            }
+            BlockLayout::Padded { file, device } => {
+                // Through a bounded staging copy, block by block: never a second host copy of
+                // the weight.
+                let blocks_per_copy = PADDING_STAGING_BYTES / device;
+                let mut staged = Vec::with_capacity(blocks_per_copy * device);
+                for (i, blocks) in bytes.chunks(blocks_per_copy * file).enumerate() {
+                    staged.clear();
+                    for block in blocks.chunks_exact(file) {
+                        staged.extend_from_slice(block);
+                        staged.resize(staged.len() + device - file, 0);
+                    }
+                    let offset = (i * blocks_per_copy * device) as u64;
+                    queue.write_buffer(&buffer, offset, &staged);
+                }
+            }
         }
         // Submitting hands the staged bytes to the device now instead of holding every weight
         // of the model in staging memory until the first forward.

@@ -31,7 +31,7 @@ pub use kernels::{kernel_sources, KernelSource, WeightFormat};
 pub use memory::{GpuTensor, GpuWeight, Storage};
 pub use msl_ops::MslLauncher;
 pub use ops::{ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_PREFILL_MIN_ROWS, GEMM_MIN_ROWS};
-pub use options::GpuOptions;
+pub use options::{GemmSplit, GpuOptions};
 pub use sampling::MAX_TOP_K;
 
 pub(crate) use kernel_build::validated_pipeline;
@@ -82,6 +82,12 @@ pub struct Wgpu {
     per_head_attention: bool,
     /// KV caches in f16 ([`GpuOptions::f16_kv_cache`]).
     f16_kv_cache: bool,
+    /// Column slices of the cooperative GEMM ([`GpuOptions::gemm_split_k`]).
+    gemm_split_k: GemmSplit,
+    /// Q6_K blocks padded to whole words in weight buffers ([`GpuOptions::q6_k_aligned`]).
+    q6_k_aligned: bool,
+    /// Op classes not dispatched ([`GpuOptions::left_out`]).
+    left_out: Vec<String>,
     /// The MSL kernel set, when one is installed ([`Wgpu::with_msl`]).
     msl: Option<Arc<dyn MslLauncher>>,
     /// Rows per buffer of an uploaded weight at most, below what the binding limit allows
@@ -151,6 +157,10 @@ impl Wgpu {
     /// This backend with the MSL kernels, launched by `launcher`, for the ops of one token that
     /// have one (the WGSL kernels keep the rest).
     pub fn with_msl(mut self, launcher: Arc<dyn MslLauncher>) -> Wgpu {
+        assert!(
+            !self.q6_k_aligned,
+            "MSL kernels read Q6_K blocks as the file lays them out: open without q6_k_aligned"
+        );
         self.msl = Some(launcher);
         self
     }
@@ -262,7 +272,7 @@ impl Wgpu {
                 *first = Some(lost.trim_end().to_string());
             }
         });
-        let mut pipelines = Pipelines::build(&device, &info, options.all_shader_checks)?;
+        let mut pipelines = Pipelines::build(&device, &info, options)?;
         let delta_rule_scan = !options.chunked_delta_rule && scan_subgroups(&device, &info);
         if delta_rule_scan {
             pipelines.add(&device, Kernel::DeltaRuleScan)?;
@@ -311,6 +321,9 @@ impl Wgpu {
             last_half: Mutex::new(None),
             per_head_attention: options.per_head_attention,
             f16_kv_cache: options.f16_kv_cache,
+            gemm_split_k: options.gemm_split_k,
+            left_out: options.left_out.clone(),
+            q6_k_aligned: options.q6_k_aligned,
             msl: None,
             max_weight_part_rows: usize::MAX,
         };

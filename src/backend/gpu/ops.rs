@@ -197,6 +197,14 @@ impl Wgpu {
     /// Records `dispatch` after the work recorded so far.
     fn dispatch(&self, dispatch: &KernelDispatch<'_>) -> Result<(), GpuError> {
         self.check_device()?;
+        if !self.left_out.is_empty() {
+            let class = dispatch
+                .class
+                .map_or_else(|| dispatch.kernel.class(), str::to_string);
+            if self.left_out.contains(&class) {
+                return Ok(());
+            }
+        }
         self.recorder.dispatch(&self.pipelines, dispatch)
     }
 

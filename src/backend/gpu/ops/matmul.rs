@@ -9,18 +9,20 @@ impl Wgpu {
     pub fn matmul(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, GpuError> {
         check_matmul(x, w)?;
         if x.rows >= GEMM_MIN_ROWS {
-            return if self.cooperative_matrix {
-                self.gemm_cooperative(x, w)
-            } else {
-                self.gemm(x, w)
-            };
+            if !self.cooperative_matrix {
+                return self.gemm(x, w);
+            }
+            let out = self.output(x.rows, w.rows)?;
+            self.gemm_cooperative(x, w, &out, false)?;
+            return Ok(out);
         }
         let out = self.output(x.rows, w.rows)?;
         self.gemv(GemvInput::Plain(x), w, &out, false)?;
         Ok(out)
     }
 
-    /// `acc += x · Wᵀ`, the add done by the GEMV where the format has a fast one.
+    /// `acc += x · Wᵀ`, the add done by the GEMV where the format has a fast one, and by the
+    /// cooperative GEMM.
     pub fn matmul_add(
         &self,
         x: &GpuTensor,
@@ -33,6 +35,9 @@ impl Wgpu {
                 "matmul_add",
                 format!("{}×{} into {}×{}", x.rows, w.rows, acc.rows, acc.cols),
             ));
+        }
+        if x.rows >= GEMM_MIN_ROWS && self.cooperative_matrix {
+            return self.gemm_cooperative(x, w, acc, true);
         }
         if x.rows >= GEMM_MIN_ROWS || w.format.gemv_span().is_none() {
             let y = self.matmul(x, w)?;
