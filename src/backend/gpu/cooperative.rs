@@ -407,8 +407,8 @@ impl Wgpu {
         }
     }
 
-    /// The lesser cosine between the cooperative and the f32 GEMM of the startup check, whole
-    /// and split (five column steps in slices of 2, 2 and 1, added to the whole one's result).
+    /// The least cosine between the cooperative and the f32 GEMM of the startup check: whole,
+    /// then added to what y holds, whole and split (five column steps in slices of 2, 2 and 1).
     fn cooperative_gemm_agreement(&self) -> Result<f64, GpuError> {
         let (rows, cols, tokens) = (150, 300, 140);
         let w: Vec<f32> = (0..rows * cols).map(|i| check_value(i, 53, 97)).collect();
@@ -427,20 +427,25 @@ impl Wgpu {
         let plain = self.read_rows(&self.gemm(&x, &weight)?, 0, tokens)?;
         let cooperative = self.output(tokens, rows)?;
         self.gemm_cooperative_split(&x, &weight, &cooperative, false, Some(1))?;
-        let whole = self.read_rows(&cooperative, 0, tokens)?;
-        self.gemm_cooperative_split(&x, &weight, &cooperative, true, Some(3))?;
-        let added: Vec<f32> = (self.read_rows(&cooperative, 0, tokens)?.iter())
-            .zip(&whole)
-            .map(|(sum, first)| sum - first)
-            .collect();
-        // A cosine cannot see a wrong scale (an add that overwrote, a slice summed twice).
+        let mut before = self.read_rows(&cooperative, 0, tokens)?;
+        let mut agreement = crate::compare::cosine(&before, &plain);
+        // Added by the GEMM itself, then by the sum of uneven slices. A cosine cannot see a
+        // wrong scale (an add that overwrote, a slice summed twice), so the norm is checked too.
         let norm = |v: &[f32]| v.iter().map(|&e| e as f64 * e as f64).sum::<f64>().sqrt();
-        let split = if (norm(&added) / norm(&plain) - 1.0).abs() <= 1e-2 {
-            crate::compare::cosine(&added, &plain)
-        } else {
-            0.0
-        };
-        Ok(crate::compare::cosine(&whole, &plain).min(split))
+        for slices in [1, 3] {
+            self.gemm_cooperative_split(&x, &weight, &cooperative, true, Some(slices))?;
+            let after = self.read_rows(&cooperative, 0, tokens)?;
+            let added: Vec<f32> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+            let scale_error = (norm(&added) / norm(&plain) - 1.0).abs();
+            let cosine = if scale_error <= 1e-2 {
+                crate::compare::cosine(&added, &plain)
+            } else {
+                0.0
+            };
+            agreement = agreement.min(cosine);
+            before = after;
+        }
+        Ok(agreement)
     }
 }
 
