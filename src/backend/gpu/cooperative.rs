@@ -27,9 +27,9 @@ const SUBGROUP_SIZE: u32 = 32;
 const TILE: usize = 128;
 /// Columns per step of gemm_coop.wgsl (WGSL `DEPTH`); the f16 scratch rows are padded to it.
 const DEPTH: usize = 64;
-/// Workgroups a split GEMM aims at: some eight per multiprocessor of a 132-multiprocessor GPU
-/// (H100, H200), where one workgroup of this kernel per multiprocessor fits beside another at
-/// most, so that the last wave of workgroups is a small part of the GEMM.
+/// Workgroups a split GEMM aims at: about eight per multiprocessor of a 132-multiprocessor GPU
+/// (H100, H200), which holds one or two of this kernel's workgroups at a time, so that the last
+/// wave of workgroups is a small part of the GEMM.
 const SPLIT_TARGET_WORKGROUPS: usize = 1024;
 /// Column steps a slice of a split GEMM keeps at least, so that its prologue (the first fetch)
 /// and its partial sums' traffic stay small beside its products.

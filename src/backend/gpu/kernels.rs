@@ -666,16 +666,14 @@ impl Kernel {
     }
 }
 
-/// Bytes of a Q6_K super-block in a GGUF file.
-const Q6_K_FILE_BLOCK_BYTES: usize = 210;
-
-/// Bytes from one Q6_K super-block to the next in a weight buffer: the file's, or with
+/// Bytes from one Q6_K super-block to the next in a weight buffer: the file's (210), or with
 /// [`super::GpuOptions::q6_k_aligned`] padded to whole words.
 pub fn q6_k_block_bytes(aligned: bool) -> usize {
+    let file = GgmlType::Q6_K.block_bytes();
     if aligned {
-        Q6_K_FILE_BLOCK_BYTES.next_multiple_of(4)
+        file.next_multiple_of(4)
     } else {
-        Q6_K_FILE_BLOCK_BYTES
+        file
     }
 }
 
@@ -709,7 +707,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
             sources.push(KernelSource {
                 name: kernel.name(),
                 files: kernel.files(true).iter().map(|f| f.name).collect(),
-                source: kernel.source(true, GEMV_SHARED_PART, Q6_K_FILE_BLOCK_BYTES),
+                source: kernel.source(true, GEMV_SHARED_PART, q6_k_block_bytes(false)),
                 subgroups: true,
                 cooperative_matrix: true,
             });
@@ -719,7 +717,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
             sources.push(KernelSource {
                 name: kernel.name(),
                 files: kernel.files(true).iter().map(|f| f.name).collect(),
-                source: kernel.source(true, GEMV_SHARED_PART, Q6_K_FILE_BLOCK_BYTES),
+                source: kernel.source(true, GEMV_SHARED_PART, q6_k_block_bytes(false)),
                 subgroups: true,
                 cooperative_matrix: false,
             });
@@ -731,7 +729,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
             sources.push(KernelSource {
                 name: format!("{}+subgroups", kernel.name()),
                 files: with_subgroups,
-                source: kernel.source(true, GEMV_SHARED_PART, Q6_K_FILE_BLOCK_BYTES),
+                source: kernel.source(true, GEMV_SHARED_PART, q6_k_block_bytes(false)),
                 subgroups: true,
                 cooperative_matrix: false,
             });
@@ -739,7 +737,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
         sources.push(KernelSource {
             name: kernel.name(),
             files: plain,
-            source: kernel.source(false, GEMV_SHARED_PART, Q6_K_FILE_BLOCK_BYTES),
+            source: kernel.source(false, GEMV_SHARED_PART, q6_k_block_bytes(false)),
             subgroups: false,
             cooperative_matrix: false,
         });
