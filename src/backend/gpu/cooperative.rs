@@ -245,15 +245,15 @@ impl Wgpu {
                     )?;
                 }
             }
-            Ok(())
+            // Inside the reuse, so that the next GEMM of the same x still finds its f16 copy.
+            match &partials {
+                Some(partials) => self.sum_slices(y, partials, slices, accumulate),
+                None => Ok(()),
+            }
         };
         let key = (x.buffer.clone(), x.dims());
         let convert = || self.half_activations(x).map(|x16| x16.words);
-        self.reuse(&self.last_half, key, convert, multiply)?;
-        if let Some(partials) = &partials {
-            self.sum_slices(y, partials, slices, accumulate)?;
-        }
-        Ok(())
+        self.reuse(&self.last_half, key, convert, multiply)
     }
 
     /// `y = Σ_s partials[s]` (with `accumulate` `y += …`) over `slices` slices of y's size.
