@@ -12,7 +12,7 @@
 use super::kernels::{Kernel, Pipelines};
 use super::memory::WeightPart;
 use super::ops::{f32_bytes, WG};
-use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
+use super::{GemmSplit, GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::quant::GgmlType;
 
 /// What the cooperative GEMM kernel needs besides the shape: f16 tiles and subgroup ids.
@@ -177,21 +177,17 @@ impl Wgpu {
         y: &GpuTensor,
         accumulate: bool,
     ) -> Result<(), GpuError> {
-        let split = match self.gemm_split_k {
-            super::GemmSplit::Auto => None,
-            super::GemmSplit::Slices(n) => Some(n),
-        };
-        self.gemm_cooperative_split(x, w, y, accumulate, split)
+        self.gemm_cooperative_split(x, w, y, accumulate, self.gemm_split_k)
     }
 
-    /// [`Wgpu::gemm_cooperative`] in `split` column slices (`None`: [`split_k`]'s choice).
+    /// [`Wgpu::gemm_cooperative`] in `split` column slices.
     fn gemm_cooperative_split(
         &self,
         x: &GpuTensor,
         w: &GpuWeight,
         y: &GpuTensor,
         accumulate: bool,
-        split: Option<usize>,
+        split: GemmSplit,
     ) -> Result<(), GpuError> {
         let (x16_rows, x16_cols) = half_activation_dims(x);
         let row_bytes = (x16_cols * 2) as u64;
@@ -207,7 +203,10 @@ impl Wgpu {
             .max()
             .unwrap_or(0);
         let tiles = largest_tiles.div_ceil(TILE) * token_tiles;
-        let split = split.unwrap_or_else(|| split_k(tiles, steps)).max(1);
+        let split = match split {
+            GemmSplit::Auto => split_k(tiles, steps),
+            GemmSplit::Slices(n) => n.max(1),
+        };
         let slice_steps = steps.div_ceil(split);
         let slices = steps.div_ceil(slice_steps);
         let partials = if slices > 1 {
@@ -426,14 +425,20 @@ impl Wgpu {
         let x = self.upload(tokens, cols, &x)?;
         let plain = self.read_rows(&self.gemm(&x, &weight)?, 0, tokens)?;
         let cooperative = self.output(tokens, rows)?;
-        self.gemm_cooperative_split(&x, &weight, &cooperative, false, Some(1))?;
+        self.gemm_cooperative_split(&x, &weight, &cooperative, false, GemmSplit::Slices(1))?;
         let mut before = self.read_rows(&cooperative, 0, tokens)?;
         let mut agreement = crate::compare::cosine(&before, &plain);
         // Added by the GEMM itself, then by the sum of uneven slices. A cosine cannot see a
         // wrong scale (an add that overwrote, a slice summed twice), so the norm is checked too.
         let norm = |v: &[f32]| v.iter().map(|&e| e as f64 * e as f64).sum::<f64>().sqrt();
         for slices in [1, 3] {
-            self.gemm_cooperative_split(&x, &weight, &cooperative, true, Some(slices))?;
+            self.gemm_cooperative_split(
+                &x,
+                &weight,
+                &cooperative,
+                true,
+                GemmSplit::Slices(slices),
+            )?;
             let after = self.read_rows(&cooperative, 0, tokens)?;
             let added: Vec<f32> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
             let scale_error = (norm(&added) / norm(&plain) - 1.0).abs();
@@ -459,12 +464,10 @@ mod tests {
     /// A device with the scratch kernels built, if there is one; with `q6_k_aligned` its Q6_K
     /// blocks padded to whole words.
     fn scratch_gpu(q6_k_aligned: bool) -> Option<Wgpu> {
-        super::super::test_gpu()?;
-        let options = super::super::GpuOptions {
+        let mut gpu = super::super::test_gpu_with(&super::super::GpuOptions {
             q6_k_aligned,
             ..Default::default()
-        };
-        let mut gpu = Wgpu::with_options(&options).ok()?;
+        })?;
         let mut kernels = vec![Kernel::HalfActivations];
         kernels.extend(super::super::WeightFormat::ALL.map(Kernel::HalfWeights));
         for kernel in kernels {

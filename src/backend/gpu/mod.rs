@@ -399,7 +399,13 @@ impl Wgpu {
 /// failure with QWEN35_REQUIRE_GPU=1).
 #[cfg(test)]
 fn test_gpu() -> Option<Wgpu> {
-    match Wgpu::new() {
+    test_gpu_with(&GpuOptions::default())
+}
+
+/// [`test_gpu`] opened with `options`.
+#[cfg(test)]
+fn test_gpu_with(options: &GpuOptions) -> Option<Wgpu> {
+    match Wgpu::with_options(options) {
         Ok(gpu) => Some(gpu),
         Err(e) if std::env::var("QWEN35_REQUIRE_GPU").as_deref() == Ok("1") => {
             panic!("QWEN35_REQUIRE_GPU=1 but no GPU: {e}")
