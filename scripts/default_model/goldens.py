@@ -25,6 +25,7 @@ import gguf
 import numpy as np
 import torch
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers
+from transformers import Qwen3_5ForCausalLM
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -101,6 +102,22 @@ def gguf_tokenizer(reader: gguf.GGUFReader) -> Tokenizer:
     return tok
 
 
+def hf_model_from_gguf(path: Path) -> Qwen3_5ForCausalLM:
+    """transformers' float32 `Qwen3_5ForCausalLM` (eager attention) on a GGUF's dequantized
+    weights, with the sizes its metadata gives."""
+    reader = gguf.GGUFReader(path)
+    tensors = gguf_file.read_dequantized(path)
+    sizes = model_sizes(reader, tensors["token_embd.weight"].shape[0])
+    # As the training script: no special ids in the config (the forward pass does not read them).
+    hf = model.build_model(model.hf_config(sizes, None, None, None))
+    hf_shapes = {name: tuple(p.shape) for name, p in hf.named_parameters()}
+    state = convert.gguf_to_hf(tensors, hf_shapes, sizes)
+    if sizes.tie_word_embeddings:
+        state["lm_head.weight"] = state["model.embed_tokens.weight"]
+    model.load_state(hf, state)
+    return hf
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--gguf", type=Path, default=ROOT / "models/qwen35-default-q8_0.gguf")
@@ -109,21 +126,12 @@ def main() -> None:
     torch.set_num_threads(1)
 
     reader = gguf.GGUFReader(args.gguf)
-    tensors = gguf_file.read_dequantized(args.gguf)
-    vocab_size = tensors["token_embd.weight"].shape[0]
-    sizes = model_sizes(reader, vocab_size)
     tok = gguf_tokenizer(reader)
     prompt_ids = tok.encode(PROMPT_TEXT).ids
     if tok.decode(prompt_ids, skip_special_tokens=False) != PROMPT_TEXT:
         raise AssertionError("the tokenizer does not round-trip the prompt")
 
-    # As the training script: no special ids in the config (the forward pass does not read them).
-    hf = model.build_model(model.hf_config(sizes, None, None, None))
-    hf_shapes = {name: tuple(p.shape) for name, p in hf.named_parameters()}
-    state = convert.gguf_to_hf(tensors, hf_shapes, sizes)
-    if sizes.tie_word_embeddings:
-        state["lm_head.weight"] = state["model.embed_tokens.weight"]
-    model.load_state(hf, state)
+    hf = hf_model_from_gguf(args.gguf)
 
     result = golden.run_golden(hf, prompt_ids, N_GREEDY)
     if not min(result.greedy_margins) >= MIN_GREEDY_MARGIN:

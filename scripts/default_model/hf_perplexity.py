@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Perplexity of the default model's float checkpoint under transformers, chunked as llama-perplexity does.
 
-    python3 scripts/default_model/hf_perplexity.py --hf CHECKPOINT --ids IDS [--ctx 512] [--chunks N] [--bos ID]
+    python3 scripts/default_model/hf_perplexity.py (--hf CHECKPOINT | --gguf FILE) --ids IDS [--ctx 512] [--chunks N] [--bos ID]
+
+The weights come from an HF checkpoint folder (--hf) or from a GGUF (--gguf), every tensor of
+which is dequantized to f32 and loaded into transformers' `Qwen3_5ForCausalLM` as goldens.py does.
 
 IDS holds the token ids `qwen35 tokenize --no-special -f TEXT` prints for the text, so that
 transformers scores exactly the tokens `qwen35 perplexity -f TEXT` and llama-perplexity do. The ids
@@ -24,7 +27,9 @@ from transformers import Qwen3_5ForCausalLM
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--hf", type=Path, required=True)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--hf", type=Path)
+    source.add_argument("--gguf", type=Path)
     parser.add_argument("--ids", type=Path, required=True)
     parser.add_argument("--ctx", type=int, default=512)
     parser.add_argument("--chunks", type=int)
@@ -39,7 +44,13 @@ def main() -> None:
     print(f"torch {torch.__version__}, transformers {transformers.__version__}", file=sys.stderr)
     print(f"{len(ids)} tokens; {chunks} chunks of {args.ctx}", file=sys.stderr)
     torch.set_num_threads(args.threads)
-    model = Qwen3_5ForCausalLM.from_pretrained(args.hf, dtype=torch.float32).eval()
+    if args.hf is not None:
+        model = Qwen3_5ForCausalLM.from_pretrained(args.hf, dtype=torch.float32).eval()
+    else:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from goldens import hf_model_from_gguf
+
+        model = hf_model_from_gguf(args.gguf)
     nll_sum, nll2_sum, count = 0.0, 0.0, 0
     with torch.no_grad():
         for c in range(chunks):
