@@ -150,8 +150,8 @@ impl Numerics {
     /// The bound as a share: atol = share × the reference's RMS, rtol = share. Measured on
     /// lavapipe (worst |Δ| / RMS): F32 1.6e-6, F32Sums 1.2e-5, IntegerGemv 5.8e-4, a Q4_K
     /// forward 3.2e-3; F16Gemm from its rounding (~2e-3 at 4.5σ over the tests' sizes);
-    /// F16DeltaRule on an H100 (lavapipe has no cooperative matrices): outputs 4.9e-3, state
-    /// 3.4e-3 over chunked_delta_rule_against_reference_at_awkward_sizes, its bound the
+    /// F16DeltaRule on an H100 (its kernel takes 16×16 blocks, which lavapipe lacks): outputs
+    /// 4.9e-3, state 3.4e-3 over chunked_delta_rule_against_reference_at_awkward_sizes, its bound the
     /// LossyForward one, as the other delta-rule tests' shapes and decays were not measured apart;
     /// F16KvCache 1.4e-3 of RMS + |want| on lavapipe over the attention tests (decode and the
     /// f32 prefill over f16 caches), about three f16 roundings of the cached values (2⁻¹¹ each).
@@ -792,20 +792,26 @@ fn decode_attention_at_awkward_depths() {
     }
 }
 
+/// Whether QWEN35_REQUIRE_COOPERATIVE=1 makes a test fail where the kernels on cooperative
+/// matrices do not run, rather than skip them (CI sets it for its run on Mesa 26's lavapipe,
+/// which has them; Debian 12's has not).
+fn cooperative_required() -> bool {
+    std::env::var("QWEN35_REQUIRE_COOPERATIVE").as_deref() == Ok("1")
+}
+
 /// The prefill attention on cooperative matrices against the reference at sizes off its tiles:
 /// prompts of 1, 7, 129 and 300 tokens, then 7 more reading them back from the cache, heads of
 /// 64, 128 and 256, GQA 6:1 and 1:1, the second call gated, over caches in f16 and f32; the
-/// cache must end up holding every k and v row. Where the adapter has no cooperative matrices (lavapipe) it skips, saying so,
-/// unless QWEN35_REQUIRE_COOPERATIVE=1 makes that a failure.
+/// cache must end up holding every k and v row. Where the adapter has no cooperative matrices
+/// it skips, saying so, unless [`cooperative_required`].
 #[test]
 fn cooperative_attention_prefill_against_reference() {
     use qwen35::backend::AttentionCall;
     let Some(gpu) = gpu() else { return };
     if !gpu.attention_in_f16() {
         let why = format!("{} has no cooperative attention", gpu.adapter_description());
-        assert_ne!(
-            std::env::var("QWEN35_REQUIRE_COOPERATIVE").as_deref(),
-            Ok("1"),
+        assert!(
+            !cooperative_required(),
             "QWEN35_REQUIRE_COOPERATIVE=1 but {why}"
         );
         let _ = writeln!(
@@ -1710,6 +1716,11 @@ fn gemm_against_reference_for_every_format() {
                 (split_gemm_gpu(), "in 3 column slices"),
                 (aligned_q6_k_gpu(), "with Q6_K blocks on words"),
             ] {
+                assert!(
+                    !cooperative_required() || device.gemm_in_f16(),
+                    "QWEN35_REQUIRE_COOPERATIVE=1 but {} runs the GEMM {variant} in f32",
+                    device.adapter_description()
+                );
                 let weight = device
                     .upload_weight_in_parts("w", ty, rows, cols, &bytes, 100)
                     .unwrap();

@@ -10,11 +10,12 @@
 // score, the second weighs each key by exp2(score − largest) (in f32, then f16 for the product)
 // and accumulates weights·V into f32 accumulators that never need rescaling, and the weights'
 // sum in f32 per row.
-// Each of the 8 subgroups (of 32 invocations; the backend selects this kernel only where
-// subgroups have that size) owns 16 rows: their scores against 32 keys of each tile
+// Each subgroup owns BLOCK rows: their scores against 2·BLOCK keys of each tile
 //   S = Q·Kᵀ (A = q rows, row-major; B = Kᵀ: key rows read column-major),
-// and their outputs in 32 dims of each DEPTH-dim slice
-//   O += P·V (A = weights, row-major; B = value rows, row-major).
+// and their outputs in 8·BLOCK head dims
+//   O += P·V (A = weights, row-major; B = value rows, row-major);
+// the workgroup has as many subgroups as cover a tile (the host gives BLOCK and SUBGROUP_SIZE:
+// 8 subgroups of 32 with 16 × 16 blocks on tensor cores, 32 of 8 with 8 × 8 blocks on lavapipe).
 // Scores go through workgroup memory for the softmax, 4 invocations a row. The output is divided
 // by the sum and, with `gated`, multiplied by sigmoid of the gate half of each 2·head_dim group
 // of `gate_src` (the q projection's output); it goes out through a per-subgroup staging block.
@@ -39,13 +40,13 @@ struct Params {
 @group(0) @binding(4) var<storage, read> gate_src: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
-const THREADS: u32 = 256u;
-const SUBGROUP_SIZE: u32 = 32u;
 const ROWS: u32 = 64u;
 // Keys per tile; equal to DEPTH, so that the weight tile has the q and kv tiles' stride.
 const KEYS: u32 = 64u;
 const DEPTH: u32 = 64u;
-const BLOCK: u32 = 16u;
+// A subgroup per BLOCK rows and 2·BLOCK keys of a tile.
+const SUBGROUPS: u32 = (ROWS / BLOCK) * (KEYS / (2u * BLOCK));
+const THREADS: u32 = SUBGROUPS * SUBGROUP_SIZE;
 // Eight halves of padding keep every tile row 16-byte aligned, as cooperative loads require.
 const TILE_STRIDE: u32 = DEPTH + 8u;
 const SCORE_STRIDE: u32 = KEYS + 4u;
@@ -59,6 +60,13 @@ const VALUE_ROW_WORDS: u32 = MAX_DIM / 2u;
 const VALUE_FETCHES: u32 = BLOCK * VALUE_ROW_WORDS / THREADS;
 // Softmax: invocation (row lid / PARTS) takes keys lid % PARTS + PARTS·i of each tile.
 const PARTS: u32 = THREADS / ROWS;
+// Head dims of a subgroup's outputs: the subgroups of a tile's keys also cover every head dim.
+const OUTPUT_DIMS: u32 = 8u * BLOCK;
+const_assert KEYS / (2u * BLOCK) * OUTPUT_DIMS == MAX_DIM;
+const_assert FETCHES * THREADS == ROWS * ROW_WORDS;
+const_assert VALUE_FETCHES * THREADS == BLOCK * VALUE_ROW_WORDS;
+const_assert PARTS * ROWS == THREADS;
+const_assert SUBGROUPS * BLOCK * BLOCK <= ROWS * SCORE_STRIDE;
 // Below any score; masked keys never reach exp2.
 const NEG_HUGE: f32 = -3.0e38;
 
@@ -197,21 +205,21 @@ fn main(
     let my_row = lid / PARTS;
     let my_part = lid % PARTS;
     // o<i>: rows row0.., dims dim0 + BLOCK·i...
-    let dim0 = (sg_id / (ROWS / BLOCK)) * (MAX_DIM / 2u);
-    var o0 = coop_mat16x16<f32, C>();
-    var o1 = coop_mat16x16<f32, C>();
-    var o2 = coop_mat16x16<f32, C>();
-    var o3 = coop_mat16x16<f32, C>();
-    var o4 = coop_mat16x16<f32, C>();
-    var o5 = coop_mat16x16<f32, C>();
-    var o6 = coop_mat16x16<f32, C>();
-    var o7 = coop_mat16x16<f32, C>();
+    let dim0 = (sg_id / (ROWS / BLOCK)) * OUTPUT_DIMS;
+    var o0 = BlockC();
+    var o1 = BlockC();
+    var o2 = BlockC();
+    var o3 = BlockC();
+    var o4 = BlockC();
+    var o5 = BlockC();
+    var o6 = BlockC();
+    var o7 = BlockC();
     var largest = NEG_HUGE;
     var total = 0.0;
     for (var sweep = 0u; sweep < 2u; sweep++) {
         for (var k0 = 0u; k0 <= last_key; k0 += KEYS) {
-            var s0 = coop_mat16x16<f32, C>();
-            var s1 = coop_mat16x16<f32, C>();
+            var s0 = BlockC();
+            var s1 = BlockC();
             for (var d0 = 0u; d0 < p.padded_dim; d0 += DEPTH) {
                 // The tiles are free again: the last slice's (or the last tile's values')
                 // products are done.
@@ -220,12 +228,12 @@ fn main(
                 load_keys(b, k0, d0, lid);
                 workgroupBarrier();
                 for (var k = 0u; k < DEPTH; k += BLOCK) {
-                    let a = coopLoadT<coop_mat16x16<f16, A>>(&q_tile[a_at + k], TILE_STRIDE);
-                    let b0 = coopLoad<coop_mat16x16<f16, B>>(
+                    let a = coopLoadT<BlockA>(&q_tile[a_at + k], TILE_STRIDE);
+                    let b0 = coopLoad<BlockB>(
                         &kv_tile[col0 * TILE_STRIDE + k],
                         TILE_STRIDE,
                     );
-                    let b1 = coopLoad<coop_mat16x16<f16, B>>(
+                    let b1 = coopLoad<BlockB>(
                         &kv_tile[(col0 + BLOCK) * TILE_STRIDE + k],
                         TILE_STRIDE,
                     );
@@ -260,43 +268,43 @@ fn main(
                 workgroupBarrier();
                 load_values(b, k0 + kk, lid);
                 workgroupBarrier();
-                let a = coopLoadT<coop_mat16x16<f16, A>>(&weights[a_at + kk], TILE_STRIDE);
-                let v0 = coopLoadT<coop_mat16x16<f16, B>>(
+                let a = coopLoadT<BlockA>(&weights[a_at + kk], TILE_STRIDE);
+                let v0 = coopLoadT<BlockB>(
                     &kv_tile[dim0],
                     VALUE_STRIDE,
                 );
                 o0 = coopMultiplyAdd(a, v0, o0);
-                let v1 = coopLoadT<coop_mat16x16<f16, B>>(
+                let v1 = coopLoadT<BlockB>(
                     &kv_tile[dim0 + BLOCK],
                     VALUE_STRIDE,
                 );
                 o1 = coopMultiplyAdd(a, v1, o1);
-                let v2 = coopLoadT<coop_mat16x16<f16, B>>(
+                let v2 = coopLoadT<BlockB>(
                     &kv_tile[dim0 + 2u * BLOCK],
                     VALUE_STRIDE,
                 );
                 o2 = coopMultiplyAdd(a, v2, o2);
-                let v3 = coopLoadT<coop_mat16x16<f16, B>>(
+                let v3 = coopLoadT<BlockB>(
                     &kv_tile[dim0 + 3u * BLOCK],
                     VALUE_STRIDE,
                 );
                 o3 = coopMultiplyAdd(a, v3, o3);
-                let v4 = coopLoadT<coop_mat16x16<f16, B>>(
+                let v4 = coopLoadT<BlockB>(
                     &kv_tile[dim0 + 4u * BLOCK],
                     VALUE_STRIDE,
                 );
                 o4 = coopMultiplyAdd(a, v4, o4);
-                let v5 = coopLoadT<coop_mat16x16<f16, B>>(
+                let v5 = coopLoadT<BlockB>(
                     &kv_tile[dim0 + 5u * BLOCK],
                     VALUE_STRIDE,
                 );
                 o5 = coopMultiplyAdd(a, v5, o5);
-                let v6 = coopLoadT<coop_mat16x16<f16, B>>(
+                let v6 = coopLoadT<BlockB>(
                     &kv_tile[dim0 + 6u * BLOCK],
                     VALUE_STRIDE,
                 );
                 o6 = coopMultiplyAdd(a, v6, o6);
-                let v7 = coopLoadT<coop_mat16x16<f16, B>>(
+                let v7 = coopLoadT<BlockB>(
                     &kv_tile[dim0 + 7u * BLOCK],
                     VALUE_STRIDE,
                 );

@@ -5,17 +5,18 @@
 //   V' = [−W | T']·[S; V]                         (C × COLS)
 //   O  = [e^γ ⊙ Q | A]·[S; V']                    (rows past the end are not written)
 //   S  ← e^{γ_last}·S + ((e^{γ_last − γ}) ⊙ K)ᵀ·V'   (KEYS × COLS, depth C)
-// so that each of the 8 subgroups (of 32 invocations; the backend selects this kernel only where
-// subgroups have that size) takes one 16-row block of the output over half of the depth, the two
-// halves summed through workgroup memory; in the state update each subgroup owns 16 key rows of
-// S. The left operands are staged as f16 in workgroup memory by the whole workgroup, row by row,
+// so that each of the 8 subgroups (of 32 invocations: the backend builds this kernel only with
+// 16 × 16 blocks and subgroups of that size) takes one 16-row block of the output over half of
+// the depth, the two halves summed through workgroup memory; in the state update each subgroup
+// owns 16 key rows of S. The left operands are staged as f16 in workgroup memory by the whole workgroup, row by row,
 // so that their loads from the factors and from q and k are coalesced.
 
 const KEYS: u32 = 128u;
-const BLOCK: u32 = 16u;
-const SUBGROUPS: u32 = THREADS / 32u;
-// One 16-row block of S per subgroup; the C × COLS products in SUBGROUPS / 2 blocks of rows.
+const SUBGROUPS: u32 = THREADS / SUBGROUP_SIZE;
+// One 16-row block of S per subgroup; the C × COLS products in SUBGROUPS / 2 blocks of rows,
+// each one block wide.
 const_assert KEYS == SUBGROUPS * BLOCK;
+const_assert COLS == BLOCK;
 const_assert CHUNK == SUBGROUPS / 2u * BLOCK;
 const DEPTH: u32 = KEYS + CHUNK;
 const HALF_STEPS: u32 = DEPTH / BLOCK / 2u;
@@ -37,11 +38,11 @@ var<workgroup> tail: array<f32, CHUNK>;
 fn multiply_half(sg_id: u32) {
     let a_at = (sg_id % (SUBGROUPS / 2u)) * BLOCK * LHS_STRIDE;
     let first_step = (sg_id / (SUBGROUPS / 2u)) * HALF_STEPS;
-    var acc = coop_mat16x16<f32, C>();
+    var acc = BlockC();
     for (var step = 0u; step < HALF_STEPS; step++) {
         let depth = (first_step + step) * BLOCK;
-        let a = coopLoadT<coop_mat16x16<f16, A>>(&lhs[a_at + depth], LHS_STRIDE);
-        let b = coopLoadT<coop_mat16x16<f16, B>>(&rhs[depth * COLS], COLS);
+        let a = coopLoadT<BlockA>(&lhs[a_at + depth], LHS_STRIDE);
+        let b = coopLoadT<BlockB>(&rhs[depth * COLS], COLS);
         acc = coopMultiplyAdd(a, b, acc);
     }
     coopStoreT(acc, &partial[sg_id * BLOCK * BLOCK], BLOCK);
@@ -149,13 +150,13 @@ fn main(
 
         // Key rows 16·sg_id.. of S; A = the weighted keys transposed (column-major in lhs).
         let s_at = sg_id * BLOCK * COLS;
-        var acc = coopLoadT<coop_mat16x16<f32, C>>(&s[s_at], COLS);
+        var acc = coopLoadT<BlockC>(&s[s_at], COLS);
         for (var step = 0u; step < CHUNK / BLOCK; step++) {
-            let a = coopLoad<coop_mat16x16<f16, A>>(
+            let a = coopLoad<BlockA>(
                 &lhs[step * BLOCK * LHS_STRIDE + sg_id * BLOCK],
                 LHS_STRIDE,
             );
-            let b = coopLoadT<coop_mat16x16<f16, B>>(&rhs[(KEYS + step * BLOCK) * COLS], COLS);
+            let b = coopLoadT<BlockB>(&rhs[(KEYS + step * BLOCK) * COLS], COLS);
             acc = coopMultiplyAdd(a, b, acc);
         }
         coopStoreT(acc, &s[s_at], COLS);

@@ -6,15 +6,16 @@
 // workgroup slice s sums only columns s·slice_cols.. and writes its partial sums to slice s of y
 // (slice_stride values apart), which sum_slices.wgsl then adds up: a GEMM of few tiles then
 // still fills every multiprocessor, where one workgroup per tile would leave a last wave of
-// workgroups half empty. Each of the 8 subgroups (of 32 invocations; the backend selects
-// this kernel only where subgroups have that size) owns 32 tokens × 64 rows of the output tile as
-// 2 × 4 blocks of 16 × 16 with f32 accumulators:
+// workgroups half empty. Each subgroup owns 2 × 4 blocks of BLOCK × BLOCK of the output tile
+// (2·BLOCK tokens × 4·BLOCK rows) with f32 accumulators, and the workgroup has as many
+// subgroups as cover the tile (the host gives BLOCK and SUBGROUP_SIZE: 8 subgroups of 32 with
+// 16 × 16 blocks on tensor cores, 32 of 8 with 8 × 8 blocks on lavapipe):
 //   A = x block (tokens × depth, row-major in x_tile),
 //   B = Wᵀ block (depth × rows: the rows of w_tile read column-major),
 //   C += A·B.
 // The next step's columns are fetched into registers before the current step's products, so
-// that their latency hides behind the tensor cores. A subgroup fetches and stores one whole tile
-// row at a time (a word, two halves, a lane), which keeps the workgroup-memory stores free of
+// that their latency hides behind the tensor cores. A subgroup of 32 fetches and stores one whole
+// tile row at a time (a word, two halves, a lane), which keeps the workgroup-memory stores free of
 // bank conflicts. Results go out through a per-subgroup staging block, so that edge tiles write
 // only what exists.
 
@@ -38,23 +39,23 @@ struct Params {
 @group(0) @binding(2) var<storage, read> w16: array<u32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
-const THREADS: u32 = 256u;
-const SUBGROUP_SIZE: u32 = 32u;
 const TILE: u32 = 128u;
 const DEPTH: u32 = 64u;
+const SUBGROUP_TOKENS: u32 = 2u * BLOCK;
+const SUBGROUP_ROWS: u32 = 4u * BLOCK;
+const SUBGROUPS: u32 = (TILE / SUBGROUP_TOKENS) * (TILE / SUBGROUP_ROWS);
+const THREADS: u32 = SUBGROUPS * SUBGROUP_SIZE;
 // Eight halves of padding keep every tile row 16-byte aligned, as cooperative loads require, and
 // put consecutive rows four banks apart.
 const TILE_STRIDE: u32 = DEPTH + 8u;
 // Words (two halves each) of a tile row, and of one matrix's tile each invocation fetches.
 const ROW_WORDS: u32 = DEPTH / 2u;
 const FETCHES: u32 = TILE * ROW_WORDS / THREADS;
-const BLOCK: u32 = 16u;
-const SUBGROUP_TOKENS: u32 = 2u * BLOCK;
-const SUBGROUP_ROWS: u32 = 4u * BLOCK;
+const_assert FETCHES * THREADS == TILE * ROW_WORDS;
 
 var<workgroup> x_tile: array<f16, TILE * TILE_STRIDE>;
 var<workgroup> w_tile: array<f16, TILE * TILE_STRIDE>;
-var<workgroup> staging: array<f32, THREADS / SUBGROUP_SIZE * BLOCK * BLOCK>;
+var<workgroup> staging: array<f32, SUBGROUPS * BLOCK * BLOCK>;
 var<private> x_fetched: array<u32, FETCHES>;
 var<private> w_fetched: array<u32, FETCHES>;
 
@@ -126,15 +127,15 @@ fn main(
     let a_at = token * TILE_STRIDE;
     let b_at = row * TILE_STRIDE;
     let next = BLOCK * TILE_STRIDE;
-    // c<i><j>: tokens token + 16i.., rows row + 16j...
-    var c00 = coop_mat16x16<f32, C>();
-    var c01 = coop_mat16x16<f32, C>();
-    var c02 = coop_mat16x16<f32, C>();
-    var c03 = coop_mat16x16<f32, C>();
-    var c10 = coop_mat16x16<f32, C>();
-    var c11 = coop_mat16x16<f32, C>();
-    var c12 = coop_mat16x16<f32, C>();
-    var c13 = coop_mat16x16<f32, C>();
+    // c<i><j>: tokens token + BLOCK·i.., rows row + BLOCK·j...
+    var c00 = BlockC();
+    var c01 = BlockC();
+    var c02 = BlockC();
+    var c03 = BlockC();
+    var c10 = BlockC();
+    var c11 = BlockC();
+    var c12 = BlockC();
+    var c13 = BlockC();
     fetch(first_row, first_token, k_begin, lid);
     store_fetched(lid);
     workgroupBarrier();
@@ -144,18 +145,18 @@ fn main(
             fetch(first_row, first_token, k0 + DEPTH, lid);
         }
         for (var k = 0u; k < DEPTH; k += BLOCK) {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&x_tile[a_at + k], TILE_STRIDE);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&x_tile[a_at + next + k], TILE_STRIDE);
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&w_tile[b_at + k], TILE_STRIDE);
+            let a0 = coopLoadT<BlockA>(&x_tile[a_at + k], TILE_STRIDE);
+            let a1 = coopLoadT<BlockA>(&x_tile[a_at + next + k], TILE_STRIDE);
+            let b0 = coopLoad<BlockB>(&w_tile[b_at + k], TILE_STRIDE);
             c00 = coopMultiplyAdd(a0, b0, c00);
             c10 = coopMultiplyAdd(a1, b0, c10);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&w_tile[b_at + next + k], TILE_STRIDE);
+            let b1 = coopLoad<BlockB>(&w_tile[b_at + next + k], TILE_STRIDE);
             c01 = coopMultiplyAdd(a0, b1, c01);
             c11 = coopMultiplyAdd(a1, b1, c11);
-            let b2 = coopLoad<coop_mat16x16<f16, B>>(&w_tile[b_at + 2u * next + k], TILE_STRIDE);
+            let b2 = coopLoad<BlockB>(&w_tile[b_at + 2u * next + k], TILE_STRIDE);
             c02 = coopMultiplyAdd(a0, b2, c02);
             c12 = coopMultiplyAdd(a1, b2, c12);
-            let b3 = coopLoad<coop_mat16x16<f16, B>>(&w_tile[b_at + 3u * next + k], TILE_STRIDE);
+            let b3 = coopLoad<BlockB>(&w_tile[b_at + 3u * next + k], TILE_STRIDE);
             c03 = coopMultiplyAdd(a0, b3, c03);
             c13 = coopMultiplyAdd(a1, b3, c13);
         }

@@ -20,8 +20,44 @@ pub const FEATURES: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MA
     .union(wgpu::Features::SHADER_F16)
     .union(wgpu::Features::SUBGROUP);
 
-/// Invocations per subgroup the kernel is laid out for (WGSL `SUBGROUP_SIZE` of gemm_coop.wgsl).
-const SUBGROUP_SIZE: u32 = 32;
+/// The square blocks the kernels on cooperative matrices multiply (WGSL `BLOCK`, with the
+/// aliases `BlockA`, `BlockB` and `BlockC` for its f16 operands and f32 accumulator), and the
+/// subgroup size they are laid out for (WGSL `SUBGROUP_SIZE`). Each kernel keeps its tiles
+/// whatever the block and takes as many subgroups as cover them, so its workgroup grows with
+/// the subgroup and shrinks with the block's area: subgroups of BLOCK²/8 invocations keep the
+/// workgroups the size they were designed at (256 invocations for the GEMM and attention).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CooperativeShape {
+    pub block: usize,
+    pub subgroup: usize,
+}
+
+impl CooperativeShape {
+    /// NVIDIA's tensor cores through Vulkan: 16×16×16 f16 → f32, subgroups of 32.
+    pub const TENSOR_CORES: CooperativeShape = CooperativeShape {
+        block: 16,
+        subgroup: 32,
+    };
+    /// Mesa's lavapipe (26.2 on): 8×8×8 f16 → f32, subgroups of 8 (256-bit vectors), so that
+    /// the very kernels run on a CPU in CI.
+    pub const LAVAPIPE: CooperativeShape = CooperativeShape {
+        block: 8,
+        subgroup: 8,
+    };
+
+    /// The shapes the kernels take, largest blocks first.
+    pub const ALL: [CooperativeShape; 2] = [Self::TENSOR_CORES, Self::LAVAPIPE];
+
+    /// The WGSL constants and aliases of this shape.
+    pub fn wgsl(self) -> String {
+        let (b, s) = (self.block, self.subgroup);
+        format!(
+            "const BLOCK: u32 = {b}u;\nconst SUBGROUP_SIZE: u32 = {s}u;\n\
+             alias BlockA = coop_mat{b}x{b}<f16, A>;\nalias BlockB = coop_mat{b}x{b}<f16, B>;\n\
+             alias BlockC = coop_mat{b}x{b}<f32, C>;\n"
+        )
+    }
+}
 
 /// Tokens and weight rows per workgroup of gemm_coop.wgsl (WGSL `TILE`).
 const TILE: usize = 128;
@@ -53,9 +89,12 @@ const MAX_SCRATCH_BYTES: u64 = 256 << 20;
 /// both operands leaves ~1e-7; a wrong layout or a broken driver leaves far less.
 const MIN_AGREEMENT: f64 = 0.9999;
 
-/// Ok when the cooperative GEMM or attention (whichever `options` turn on) can run on
-/// `adapter`, else why not.
-pub fn support(adapter: &wgpu::Adapter, options: &super::GpuOptions) -> Result<(), String> {
+/// The block shape of the cooperative GEMM and attention (whichever `options` turn on) on
+/// `adapter`, else why they cannot run there.
+pub fn support(
+    adapter: &wgpu::Adapter,
+    options: &super::GpuOptions,
+) -> Result<CooperativeShape, String> {
     if !options.cooperative_matrix && !options.cooperative_attention {
         return Err("turned off".into());
     }
@@ -78,25 +117,34 @@ pub fn support(adapter: &wgpu::Adapter, options: &super::GpuOptions) -> Result<(
         return Err(format!("the adapter lacks {}", missing.join(", ")));
     }
     let info = adapter.get_info();
-    if (info.subgroup_min_size, info.subgroup_max_size) != (SUBGROUP_SIZE, SUBGROUP_SIZE) {
+    if info.subgroup_min_size != info.subgroup_max_size {
         return Err(format!(
-            "subgroups of {}..={} invocations, the kernel needs {SUBGROUP_SIZE}",
+            "subgroups of {}..={} invocations, the kernels need one fixed size",
             info.subgroup_min_size, info.subgroup_max_size
         ));
     }
-    let shapes = adapter.cooperative_matrix_properties();
-    let has_shape = shapes.iter().any(|s| {
-        (s.m_size, s.n_size, s.k_size) == (16, 16, 16)
-            && s.ab_type == wgpu::CooperativeScalarType::F16
-            && s.cr_type == wgpu::CooperativeScalarType::F32
-    });
-    if !has_shape {
-        return Err(format!(
-            "no 16×16×16 f16 → f32 shape among {} offered",
-            shapes.len()
-        ));
-    }
-    Ok(())
+    let offered = adapter.cooperative_matrix_properties();
+    let has_block = |block: usize| {
+        offered.iter().any(|s| {
+            (s.m_size, s.n_size, s.k_size) == (block as u32, block as u32, block as u32)
+                && s.ab_type == wgpu::CooperativeScalarType::F16
+                && s.cr_type == wgpu::CooperativeScalarType::F32
+        })
+    };
+    CooperativeShape::ALL
+        .into_iter()
+        .find(|shape| has_block(shape.block) && shape.subgroup == info.subgroup_min_size as usize)
+        .ok_or_else(|| {
+            format!(
+                "no f16 → f32 block shape the kernels take ({}) among the {} offered with \
+                 subgroups of {}",
+                CooperativeShape::ALL
+                    .map(|s| format!("{0}×{0}×{0} with subgroups of {1}", s.block, s.subgroup))
+                    .join(", "),
+                offered.len(),
+                info.subgroup_min_size
+            )
+        })
 }
 
 /// The opt-in wgpu requires for `EXPERIMENTAL_*` features, given only when they are requested.
@@ -382,9 +430,10 @@ impl Wgpu {
         let scope_error = pollster::block_on(scope.pop());
         match (agreement, scope_error) {
             (Ok(cosine), None) if cosine >= MIN_AGREEMENT => {
+                let block = self.pipelines.cooperative_shape().map_or(0, |s| s.block);
                 log::info!(
-                    "wgpu: prefill GEMM on cooperative matrices (16×16×16 f16 → f32; startup \
-                     check cosine {cosine:.9} against f32)"
+                    "wgpu: prefill GEMM on cooperative matrices ({block}×{block}×{block} f16 → \
+                     f32; startup check cosine {cosine:.9} against f32)"
                 );
                 true
             }

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use crate::quant::GgmlType;
 
+use super::cooperative::CooperativeShape;
 use super::kernel_build::{source_file, validated_pipeline, SourceFile};
 use super::{GpuError, Storage};
 
@@ -473,10 +474,7 @@ impl Kernel {
     /// device has subgroup operations.
     pub fn files(self, subgroups: bool) -> Vec<SourceFile> {
         let mut files = Vec::new();
-        if matches!(
-            self,
-            Kernel::GemmCoop | Kernel::DeltaRuleChunkedCoop | Kernel::AttentionPrefillCoop
-        ) {
+        if self.has_cooperative_blocks() {
             files.push(wgsl!("lib/cooperative_matrix"));
         }
         files.push(GRID);
@@ -634,15 +632,28 @@ impl Kernel {
         }
     }
 
-    /// The kernel's WGSL: with subgroup operations or without, for the fast GEMVs with parts of
-    /// `gemv_part` invocations, and for Q6_K weights whose super-blocks are `q6_k_block_bytes`
-    /// apart.
-    pub fn source(self, subgroups: bool, gemv_part: usize, q6_k_block_bytes: usize) -> String {
+    /// Whether this kernel multiplies cooperative-matrix blocks (and takes a
+    /// [`CooperativeShape`]'s constants).
+    pub fn has_cooperative_blocks(self) -> bool {
+        matches!(
+            self,
+            Kernel::GemmCoop | Kernel::DeltaRuleChunkedCoop | Kernel::AttentionPrefillCoop
+        )
+    }
+
+    /// Whether this kernel is laid out for cooperative blocks of `shape` (the chunked delta
+    /// rule's blocks are as wide as its state columns, 16).
+    pub fn takes_shape(self, shape: CooperativeShape) -> bool {
+        self != Kernel::DeltaRuleChunkedCoop || shape == CooperativeShape::TENSOR_CORES
+    }
+
+    /// The kernel's WGSL, specialized by `constants`.
+    pub fn source(self, constants: SourceConstants) -> String {
         let mut source = String::new();
-        for f in self.files(subgroups) {
+        for f in self.files(constants.subgroups) {
             source += &format!("// ---- {} ----\n{}\n", f.name, f.source);
         }
-        // WGSL directives (`enable …;`) must come first, so the size goes after them.
+        // WGSL directives (`enable …;`) must come first, so the constants go after them.
         let body_start = source
             .lines()
             .take_while(|l| l.starts_with("//") || l.starts_with("enable ") || l.is_empty())
@@ -650,20 +661,37 @@ impl Kernel {
             .sum::<usize>();
         let (wg, part) = if self.has_gemv_parts() {
             (
-                GEMV_PARTS * gemv_part,
-                format!("const PART: u32 = {gemv_part}u;\n"),
+                GEMV_PARTS * constants.gemv_part,
+                format!("const PART: u32 = {}u;\n", constants.gemv_part),
             )
         } else {
             (self.workgroup_size(), String::new())
         };
+        let blocks = if self.has_cooperative_blocks() {
+            constants.cooperative.wgsl()
+        } else {
+            String::new()
+        };
         source.insert_str(
             body_start,
             &format!(
-                "{part}const WG: u32 = {wg}u;\nconst Q6_K_BLOCK_BYTES: u32 = {q6_k_block_bytes}u;\n"
+                "{part}const WG: u32 = {wg}u;\nconst Q6_K_BLOCK_BYTES: u32 = {}u;\n{blocks}",
+                constants.q6_k_block_bytes
             ),
         );
         source
     }
+}
+
+/// What a kernel's WGSL is specialized for ([`Kernel::source`]): subgroup operations or not,
+/// the invocations of a fast GEMV's part, the bytes from one Q6_K super-block to the next in
+/// weight buffers, and the block shape of the kernels on cooperative matrices.
+#[derive(Clone, Copy, Debug)]
+pub struct SourceConstants {
+    pub subgroups: bool,
+    pub gemv_part: usize,
+    pub q6_k_block_bytes: usize,
+    pub cooperative: CooperativeShape,
 }
 
 /// Bytes from one Q6_K super-block to the next in a weight buffer: the file's (210), or with
@@ -699,37 +727,51 @@ pub struct KernelSource {
     pub cooperative_matrix: bool,
 }
 
-/// Every kernel's composed source, in each variant (with and without subgroup operations).
+/// Every kernel's composed source, in each variant (with and without subgroup operations, and
+/// at each block shape of the kernels on cooperative matrices).
 pub fn kernel_sources() -> Vec<KernelSource> {
+    let constants = |subgroups: bool, cooperative: CooperativeShape| SourceConstants {
+        subgroups,
+        gemv_part: GEMV_SHARED_PART,
+        q6_k_block_bytes: q6_k_block_bytes(false),
+        cooperative,
+    };
+    let default = CooperativeShape::TENSOR_CORES;
     let mut sources = Vec::new();
     for kernel in Kernel::all() {
-        if kernel.needs_cooperative_matrix() {
+        let files = |subgroups: bool| kernel.files(subgroups).iter().map(|f| f.name).collect();
+        if kernel.has_cooperative_blocks() {
+            for shape in CooperativeShape::ALL
+                .into_iter()
+                .filter(|&s| kernel.takes_shape(s))
+            {
+                sources.push(KernelSource {
+                    name: format!("{} ({b}×{b} blocks)", kernel.name(), b = shape.block),
+                    files: files(true),
+                    source: kernel.source(constants(true, shape)),
+                    subgroups: true,
+                    cooperative_matrix: true,
+                });
+            }
+            continue;
+        }
+        if kernel.needs_cooperative_matrix() || kernel.needs_subgroups() {
             sources.push(KernelSource {
                 name: kernel.name(),
-                files: kernel.files(true).iter().map(|f| f.name).collect(),
-                source: kernel.source(true, GEMV_SHARED_PART, q6_k_block_bytes(false)),
+                files: files(true),
+                source: kernel.source(constants(true, default)),
                 subgroups: true,
-                cooperative_matrix: true,
+                cooperative_matrix: kernel.needs_cooperative_matrix(),
             });
             continue;
         }
-        if kernel.needs_subgroups() {
-            sources.push(KernelSource {
-                name: kernel.name(),
-                files: kernel.files(true).iter().map(|f| f.name).collect(),
-                source: kernel.source(true, GEMV_SHARED_PART, q6_k_block_bytes(false)),
-                subgroups: true,
-                cooperative_matrix: false,
-            });
-            continue;
-        }
-        let plain: Vec<_> = kernel.files(false).iter().map(|f| f.name).collect();
-        let with_subgroups: Vec<_> = kernel.files(true).iter().map(|f| f.name).collect();
+        let plain: Vec<_> = files(false);
+        let with_subgroups: Vec<_> = files(true);
         if with_subgroups != plain {
             sources.push(KernelSource {
                 name: format!("{}+subgroups", kernel.name()),
                 files: with_subgroups,
-                source: kernel.source(true, GEMV_SHARED_PART, q6_k_block_bytes(false)),
+                source: kernel.source(constants(true, default)),
                 subgroups: true,
                 cooperative_matrix: false,
             });
@@ -737,7 +779,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
         sources.push(KernelSource {
             name: kernel.name(),
             files: plain,
-            source: kernel.source(false, GEMV_SHARED_PART, q6_k_block_bytes(false)),
+            source: kernel.source(constants(false, default)),
             subgroups: false,
             cooperative_matrix: false,
         });
@@ -767,6 +809,8 @@ pub struct Pipelines {
     all_shader_checks: bool,
     /// Bytes from one Q6_K super-block to the next in weight buffers (WGSL `Q6_K_BLOCK_BYTES`).
     q6_k_block_bytes: usize,
+    /// The block shape of the kernels on cooperative matrices, where the device has them.
+    cooperative: Option<CooperativeShape>,
 }
 
 impl Pipelines {
@@ -776,6 +820,7 @@ impl Pipelines {
         device: &wgpu::Device,
         adapter: &wgpu::AdapterInfo,
         options: &super::GpuOptions,
+        cooperative: Option<CooperativeShape>,
     ) -> Result<Pipelines, GpuError> {
         let size = adapter.subgroup_min_size as usize;
         let fixed_size = device.features().contains(wgpu::Features::SUBGROUP)
@@ -792,6 +837,7 @@ impl Pipelines {
             gemv_subgroup: fixed_size.then_some(part),
             all_shader_checks: options.all_shader_checks,
             q6_k_block_bytes: q6_k_block_bytes(options.q6_k_aligned),
+            cooperative,
         };
         for kernel in Kernel::all() {
             if !kernel.needs_cooperative_matrix() && !kernel.needs_subgroups() {
@@ -830,14 +876,31 @@ impl Pipelines {
             None => (false, GEMV_SHARED_PART),
         };
         let name = kernel.name();
+        let constants = SourceConstants {
+            subgroups,
+            gemv_part,
+            q6_k_block_bytes: self.q6_k_block_bytes,
+            cooperative: match self.cooperative {
+                Some(shape) if kernel.takes_shape(shape) => shape,
+                Some(shape) => {
+                    return Err(GpuError::Kernel {
+                        kernel: name,
+                        reason: format!("not laid out for {0}×{0} blocks", shape.block),
+                    })
+                }
+                None if kernel.has_cooperative_blocks() => {
+                    return Err(GpuError::Kernel {
+                        kernel: name,
+                        reason: "the device has no cooperative matrices".into(),
+                    })
+                }
+                None => CooperativeShape::TENSOR_CORES,
+            },
+        };
         let pipeline = validated_pipeline(device, &name, "main", || {
             let descriptor = wgpu::ShaderModuleDescriptor {
                 label: Some(&name),
-                source: wgpu::ShaderSource::Wgsl(
-                    kernel
-                        .source(subgroups, gemv_part, self.q6_k_block_bytes)
-                        .into(),
-                ),
+                source: wgpu::ShaderSource::Wgsl(kernel.source(constants).into()),
             };
             let checks = shader_checks(self.all_shader_checks);
             // SAFETY: every loop in wgsl/ is bounded by its parameters, and no kernel divides by
@@ -851,6 +914,12 @@ impl Pipelines {
         })?;
         self.by_kernel.insert(kernel, pipeline);
         Ok(())
+    }
+
+    /// The block shape the kernels on cooperative matrices are built for, if the device has
+    /// them.
+    pub fn cooperative_shape(&self) -> Option<CooperativeShape> {
+        self.cooperative
     }
 
     pub fn get(&self, kernel: Kernel) -> Result<&wgpu::ComputePipeline, GpuError> {

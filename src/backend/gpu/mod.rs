@@ -215,10 +215,10 @@ impl Wgpu {
             wanted |= wgpu::Features::SUBGROUP;
         }
         let mut cooperative = match cooperative::support(&adapter, options) {
-            Ok(()) => true,
+            Ok(shape) => Some(shape),
             Err(reason) => {
                 log::info!("wgpu: prefill GEMM in f32 tiles (no cooperative matrices: {reason})");
-                false
+                None
             }
         };
         if info.backend == wgpu::Backend::Metal {
@@ -241,12 +241,12 @@ impl Wgpu {
         };
         // The cooperative features are experimental in wgpu: a device refused with them is
         // asked for again without.
-        let granted = match request(cooperative) {
-            Err(e) if cooperative => {
+        let granted = match request(cooperative.is_some()) {
+            Err(e) if cooperative.is_some() => {
                 log::warn!(
                     "wgpu: prefill GEMM in f32 tiles (device refused cooperative matrices: {e})"
                 );
-                cooperative = false;
+                cooperative = None;
                 request(false)
             }
             granted => granted,
@@ -272,19 +272,19 @@ impl Wgpu {
                 *first = Some(lost.trim_end().to_string());
             }
         });
-        let mut pipelines = Pipelines::build(&device, &info, options)?;
+        let mut pipelines = Pipelines::build(&device, &info, options, cooperative)?;
         let delta_rule_scan = !options.chunked_delta_rule && scan_subgroups(&device, &info);
         if delta_rule_scan {
             pipelines.add(&device, Kernel::DeltaRuleScan)?;
         }
-        let cooperative_delta_rule = cooperative
+        let cooperative_delta_rule = cooperative.is_some()
             && options.cooperative_matrix
             && options.cooperative_delta_rule
             && cooperative::add_delta_rule_pipeline(&mut pipelines, &device);
-        let cooperative_attention = cooperative
+        let cooperative_attention = cooperative.is_some()
             && options.cooperative_attention
             && cooperative::add_pipelines(&mut pipelines, &device, true);
-        let cooperative = cooperative
+        let cooperative = cooperative.is_some()
             && options.cooperative_matrix
             && cooperative::add_pipelines(&mut pipelines, &device, false);
         let limits = device.limits();
