@@ -90,6 +90,15 @@ gpu_with! {
 }
 
 gpu_with! {
+    /// The GPU with Q4_K blocks decoded in the cooperative GEMM's tiles (`--q4k-in-gemm`),
+    /// split into three column slices, where it has cooperative matrices.
+    q4_k_in_gemm_gpu {
+        q4_k_in_gemm: true,
+        gemm_split_k: GemmSplit::Slices(3),
+    }
+}
+
+gpu_with! {
     /// The GPU with decode attention by query head (`--per-head-attention`).
     per_head_attention_gpu {
         per_head_attention: true,
@@ -1673,7 +1682,7 @@ fn projections_recompute_after_their_input_changes() {
 /// Many rows of x take the tiled GEMM: every format against the CPU's row dot products, at
 /// sizes that are not multiples of the tiles (rows, tokens, and for float formats columns), with
 /// the weight split into parts that end mid-tile; alone and added to what the output holds,
-/// whole and (on cooperative matrices) split into column slices.
+/// whole and (on cooperative matrices) split into column slices, and for Q4_K decoded in the GEMM.
 #[test]
 fn gemm_against_reference_for_every_format() {
     let Some(gpu) = gpu() else { return };
@@ -1715,6 +1724,10 @@ fn gemm_against_reference_for_every_format() {
                 (gpu, "whole"),
                 (split_gemm_gpu(), "in 3 column slices"),
                 (aligned_q6_k_gpu(), "with Q6_K blocks on words"),
+                (
+                    q4_k_in_gemm_gpu(),
+                    "decoding Q4_K in the GEMM, in 3 column slices",
+                ),
             ] {
                 assert!(
                     !cooperative_required() || device.gemm_in_f16(),

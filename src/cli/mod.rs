@@ -151,6 +151,10 @@ pub struct GpuArgs {
     /// Q6_K kernels read whole words (to compare).
     #[arg(long)]
     pub q6_k_aligned: bool,
+    /// Prefill GEMMs of Q4_K weights on cooperative matrices decode the blocks in the GEMM
+    /// itself instead of into an f16 copy first (to compare).
+    #[arg(long = "q4k-in-gemm")]
+    pub q4_k_in_gemm: bool,
 }
 
 /// The bundled default model, found where this program was built from.
@@ -183,6 +187,7 @@ impl GpuArgs {
                 .unwrap_or(GpuOptions::default().gemm_split_k),
             gemv_half_subgroups: self.gemv_half_subgroups,
             q6_k_aligned: self.q6_k_aligned,
+            q4_k_in_gemm: self.q4_k_in_gemm,
             ..GpuOptions::default()
         }
     }

@@ -6,10 +6,12 @@
 //!
 //! The kernel multiplies f16 matrices. x is converted once per call and the weight rows are
 //! decoded chunk by chunk into an f16 scratch matrix, each element once, by invocations that read
-//! neighbouring blocks together; decoding inside the GEMM's tiles instead would have each lane of
-//! a subgroup read a different row, one byte at a time, and starve the tensor cores.
+//! neighbouring blocks together. With [`GpuOptions::q4_k_in_gemm`](super::GpuOptions) Q4_K rows
+//! are decoded in the GEMM's tiles instead (two lanes a row, 16-byte loads of the block's header
+//! and nibbles): each element once per tile of tokens, but no f16 copy written and read back,
+//! which costs a fixed ~45 ms a 27B prefill whatever its length (H100, run 34).
 
-use super::kernels::{Kernel, Pipelines};
+use super::kernels::{CooperativeShape, GemmWeights, Kernel, Pipelines, WeightFormat};
 use super::memory::WeightPart;
 use super::ops::{f32_bytes, WG};
 use super::{GemmSplit, GpuError, GpuTensor, GpuWeight, Wgpu};
@@ -19,45 +21,6 @@ use crate::quant::GgmlType;
 pub const FEATURES: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
     .union(wgpu::Features::SHADER_F16)
     .union(wgpu::Features::SUBGROUP);
-
-/// The square blocks the kernels on cooperative matrices multiply (WGSL `BLOCK`, with the
-/// aliases `BlockA`, `BlockB` and `BlockC` for its f16 operands and f32 accumulator), and the
-/// subgroup size they are laid out for (WGSL `SUBGROUP_SIZE`). Each kernel keeps its tiles
-/// whatever the block and takes as many subgroups as cover them, so its workgroup grows with
-/// the subgroup and shrinks with the block's area: subgroups of BLOCK²/8 invocations keep the
-/// workgroups the size they were designed at (256 invocations for the GEMM and attention).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CooperativeShape {
-    pub block: usize,
-    pub subgroup: usize,
-}
-
-impl CooperativeShape {
-    /// NVIDIA's tensor cores through Vulkan: 16×16×16 f16 → f32, subgroups of 32.
-    pub const TENSOR_CORES: CooperativeShape = CooperativeShape {
-        block: 16,
-        subgroup: 32,
-    };
-    /// Mesa's lavapipe (26.2 on): 8×8×8 f16 → f32, subgroups of 8 (256-bit vectors), so that
-    /// the very kernels run on a CPU in CI.
-    pub const LAVAPIPE: CooperativeShape = CooperativeShape {
-        block: 8,
-        subgroup: 8,
-    };
-
-    /// The shapes the kernels take, largest blocks first.
-    pub const ALL: [CooperativeShape; 2] = [Self::TENSOR_CORES, Self::LAVAPIPE];
-
-    /// The WGSL constants and aliases of this shape.
-    pub fn wgsl(self) -> String {
-        let (b, s) = (self.block, self.subgroup);
-        format!(
-            "const BLOCK: u32 = {b}u;\nconst SUBGROUP_SIZE: u32 = {s}u;\n\
-             alias BlockA = coop_mat{b}x{b}<f16, A>;\nalias BlockB = coop_mat{b}x{b}<f16, B>;\n\
-             alias BlockC = coop_mat{b}x{b}<f32, C>;\n"
-        )
-    }
-}
 
 /// Tokens and weight rows per workgroup of gemm_coop.wgsl (WGSL `TILE`).
 const TILE: usize = 128;
@@ -238,9 +201,15 @@ impl Wgpu {
         split: GemmSplit,
     ) -> Result<(), GpuError> {
         let (x16_rows, x16_cols) = half_activation_dims(x);
-        let row_bytes = (x16_cols * 2) as u64;
-        let chunk_rows = (MAX_SCRATCH_BYTES.min(self.binding_limit) / row_bytes) as usize / TILE;
-        let chunk_rows = chunk_rows.max(1) * TILE;
+        // Q4_K weights decoded in the GEMM take each part whole; an f16 scratch copy of rows is
+        // written in chunks of at most MAX_SCRATCH_BYTES.
+        let in_gemm = self.q4_k_in_gemm && w.format == WeightFormat::Q4_K;
+        let chunk_rows = if in_gemm {
+            usize::MAX
+        } else {
+            let scratch_rows = MAX_SCRATCH_BYTES.min(self.binding_limit) / (x16_cols * 2) as u64;
+            (scratch_rows as usize / TILE).max(1) * TILE
+        };
         let token_tiles = x16_rows / TILE;
         let steps = x16_cols / DEPTH;
         // One split for the whole GEMM, from its largest chunk, so that one sum covers it.
@@ -267,28 +236,40 @@ impl Wgpu {
             for part in &w.parts {
                 for first in (0..part.rows).step_by(chunk_rows) {
                     let rows = chunk_rows.min(part.rows - first);
-                    let w16 = self.half_weights(w, part, first, rows)?;
-                    let row_tiles = w16.rows / TILE;
+                    let row_tiles = rows.div_ceil(TILE);
                     let tiles = row_tiles * token_tiles;
+                    let params = [
+                        rows as u32,
+                        x.rows as u32,
+                        x16_cols as u32,
+                        w.rows as u32,
+                        (part.first_row + first) as u32,
+                        row_tiles as u32,
+                        tiles as u32,
+                        u32::from(accumulate && partials.is_none()),
+                        slices as u32,
+                        (slice_steps * DEPTH) as u32,
+                        (x.rows * w.rows) as u32,
+                        w.row_bytes as u32,
+                    ];
+                    let x16_bytes = (x16_rows * x16_cols * 2) as u64;
+                    if in_gemm {
+                        self.record(
+                            Kernel::GemmCoop(GemmWeights::Q4K),
+                            &params,
+                            &[&x16.buffer, &part.buffer, &target.buffer],
+                            tiles * slices,
+                            x16_bytes + (rows * w.row_bytes) as u64,
+                        )?;
+                        continue;
+                    }
+                    let w16 = self.half_weights(w, part, first, rows)?;
                     self.record(
-                        Kernel::GemmCoop,
-                        &[
-                            rows as u32,
-                            x.rows as u32,
-                            x16_cols as u32,
-                            w.rows as u32,
-                            (part.first_row + first) as u32,
-                            row_tiles as u32,
-                            tiles as u32,
-                            u32::from(accumulate && partials.is_none()),
-                            slices as u32,
-                            (slice_steps * DEPTH) as u32,
-                            (x.rows * w.rows) as u32,
-                            0,
-                        ],
+                        Kernel::GemmCoop(GemmWeights::HalfScratch),
+                        &params,
                         &[&x16.buffer, &w16.words.buffer, &target.buffer],
                         tiles * slices,
-                        ((x16_rows + w16.rows) * x16_cols * 2) as u64,
+                        x16_bytes + (w16.rows * x16_cols * 2) as u64,
                     )?;
                 }
             }
@@ -499,7 +480,35 @@ impl Wgpu {
             agreement = agreement.min(cosine);
             before = after;
         }
+        if self.q4_k_in_gemm {
+            agreement = agreement.min(self.q4_k_in_gemm_agreement()?);
+        }
         Ok(agreement)
+    }
+
+    /// The cosine between the cooperative GEMM decoding Q4_K blocks in its tiles and the f32
+    /// GEMM, on a Q4_K weight in two parts (the second starting mid-tile).
+    fn q4_k_in_gemm_agreement(&self) -> Result<f64, GpuError> {
+        let (rows, cols, tokens) = (150, 512, 140);
+        let mut blocks = Vec::new();
+        for r in 0..rows {
+            let row: Vec<f32> = (0..cols)
+                .map(|c| check_value(r * cols + c, 53, 97))
+                .collect();
+            crate::quant::quantize_row(GgmlType::Q4_K, &row, &mut blocks)
+                .expect("whole Q4_K blocks");
+        }
+        let weight =
+            self.upload_weight_in_parts("Q4_K check", GgmlType::Q4_K, rows, cols, &blocks, 70)?;
+        let x: Vec<f32> = (0..tokens * cols)
+            .map(|i| check_value(i, 37, 101))
+            .collect();
+        let x = self.upload(tokens, cols, &x)?;
+        let plain = self.read_rows(&self.gemm(&x, &weight)?, 0, tokens)?;
+        let cooperative = self.output(tokens, rows)?;
+        self.gemm_cooperative_split(&x, &weight, &cooperative, false, GemmSplit::Slices(1))?;
+        let cooperative = self.read_rows(&cooperative, 0, tokens)?;
+        Ok(crate::compare::cosine(&cooperative, &plain))
     }
 }
 

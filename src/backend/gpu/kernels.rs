@@ -8,7 +8,6 @@ use std::collections::HashMap;
 
 use crate::quant::GgmlType;
 
-use super::cooperative::CooperativeShape;
 use super::kernel_build::{source_file, validated_pipeline, SourceFile};
 use super::{GpuError, Storage};
 
@@ -72,6 +71,54 @@ fn kv_cache(storage: Storage) -> SourceFile {
         Storage::F32 => wgsl!("lib/kv_cache_f32"),
         Storage::F16 => wgsl!("lib/kv_cache_f16"),
     }
+}
+
+/// The square blocks the kernels on cooperative matrices multiply (WGSL `BLOCK`, with the
+/// aliases `BlockA`, `BlockB` and `BlockC` for its f16 operands and f32 accumulator), and the
+/// subgroup size they are laid out for (WGSL `SUBGROUP_SIZE`). Each kernel keeps its tiles
+/// whatever the block and takes as many subgroups as cover them, so its workgroup grows with
+/// the subgroup and shrinks with the block's area: subgroups of BLOCK²/8 invocations keep the
+/// workgroups the size they were designed at (256 invocations for the GEMM and attention).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CooperativeShape {
+    pub block: usize,
+    pub subgroup: usize,
+}
+
+impl CooperativeShape {
+    /// NVIDIA's tensor cores through Vulkan: 16×16×16 f16 → f32, subgroups of 32.
+    pub const TENSOR_CORES: CooperativeShape = CooperativeShape {
+        block: 16,
+        subgroup: 32,
+    };
+    /// Mesa's lavapipe (26.2 on): 8×8×8 f16 → f32, subgroups of 8 (256-bit vectors), so that
+    /// the very kernels run on a CPU in CI.
+    pub const LAVAPIPE: CooperativeShape = CooperativeShape {
+        block: 8,
+        subgroup: 8,
+    };
+
+    /// The shapes the kernels take, largest blocks first.
+    pub const ALL: [CooperativeShape; 2] = [Self::TENSOR_CORES, Self::LAVAPIPE];
+
+    /// The WGSL constants and aliases of this shape.
+    pub fn wgsl(self) -> String {
+        let (b, s) = (self.block, self.subgroup);
+        format!(
+            "const BLOCK: u32 = {b}u;\nconst SUBGROUP_SIZE: u32 = {s}u;\n\
+             alias BlockA = coop_mat{b}x{b}<f16, A>;\nalias BlockB = coop_mat{b}x{b}<f16, B>;\n\
+             alias BlockC = coop_mat{b}x{b}<f32, C>;\n"
+        )
+    }
+}
+
+/// Where the cooperative GEMM ([`Kernel::GemmCoop`]) reads its weight rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmWeights {
+    /// An f16 copy of a chunk of rows, written by [`Kernel::HalfWeights`] for the GEMM.
+    HalfScratch,
+    /// The weight's own Q4_K blocks, decoded in the GEMM (no copy written and read back).
+    Q4K,
 }
 
 /// A weight storage format with a GPU decoder: the file's blocks, bound as they are.
@@ -257,12 +304,14 @@ pub enum Kernel {
     QuantizeActivations,
     /// Tiled matmul for many rows of x (prefill).
     Gemm(WeightFormat),
-    /// Weight rows decoded into an f16 scratch matrix for [`Kernel::GemmCoop`].
+    /// Weight rows decoded into an f16 scratch matrix for [`Kernel::GemmCoop`]
+    /// ([`GemmWeights::HalfScratch`]).
     HalfWeights(WeightFormat),
     /// x as an f16 scratch matrix for [`Kernel::GemmCoop`].
     HalfActivations,
-    /// Matmul for many rows of x on cooperative matrices (tensor cores), over f16 scratch.
-    GemmCoop,
+    /// Matmul for many rows of x on cooperative matrices (tensor cores), over x's f16 scratch
+    /// and weight rows from `GemmWeights`.
+    GemmCoop(GemmWeights),
     /// The column slices' partial sums of a [`Kernel::GemmCoop`] split along K, added up.
     SumSlices,
     Embed(WeightFormat),
@@ -352,7 +401,8 @@ impl Kernel {
         }
         all.extend([
             Kernel::HalfActivations,
-            Kernel::GemmCoop,
+            Kernel::GemmCoop(GemmWeights::HalfScratch),
+            Kernel::GemmCoop(GemmWeights::Q4K),
             Kernel::SumSlices,
             Kernel::QuantizeActivations,
             Kernel::Add,
@@ -391,6 +441,8 @@ impl Kernel {
             Kernel::GemvSeveral(f) => format!("gemv_several_{f:?}").to_lowercase(),
             Kernel::Gemm(f) => format!("gemm_{f:?}").to_lowercase(),
             Kernel::HalfWeights(f) => format!("half_weights_{f:?}").to_lowercase(),
+            Kernel::GemmCoop(GemmWeights::HalfScratch) => "gemm_coop".into(),
+            Kernel::GemmCoop(GemmWeights::Q4K) => "gemm_coop_q4_k".into(),
             Kernel::Embed(f) => format!("embed_{f:?}").to_lowercase(),
             other => format!("{other:?}"),
         }
@@ -407,7 +459,7 @@ impl Kernel {
             Kernel::Gemm(f) => format!("gemm {}", f.ggml_type().name()),
             Kernel::HalfWeights(f) => format!("gemm-coop f16 {}", f.ggml_type().name()),
             Kernel::HalfActivations => "gemm-coop f16 x".into(),
-            Kernel::GemmCoop => "gemm-coop".into(),
+            Kernel::GemmCoop(_) => "gemm-coop".into(),
             Kernel::SumSlices => "gemm-coop split sums".into(),
             Kernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
             Kernel::Add => "add".into(),
@@ -448,7 +500,7 @@ impl Kernel {
         self.is_cooperative_attention()
             || matches!(
                 self,
-                Kernel::GemmCoop
+                Kernel::GemmCoop(_)
                     | Kernel::HalfActivations
                     | Kernel::HalfWeights(_)
                     | Kernel::DeltaRuleChunkedCoop
@@ -526,7 +578,16 @@ impl Kernel {
                 files.extend(format.half_weights());
             }
             Kernel::HalfActivations => files.push(wgsl!("kernels/half_activations")),
-            Kernel::GemmCoop => files.push(wgsl!("kernels/gemm_coop")),
+            Kernel::GemmCoop(GemmWeights::HalfScratch) => {
+                files.extend([wgsl!("lib/gemm_weights_f16"), wgsl!("kernels/gemm_coop")]);
+            }
+            Kernel::GemmCoop(GemmWeights::Q4K) => files.extend([
+                SMALL_INTS,
+                Q4_K_SPAN_FACTORS,
+                NIBBLES,
+                wgsl!("lib/gemm_weights_q4_k"),
+                wgsl!("kernels/gemm_coop"),
+            ]),
             Kernel::SumSlices => files.push(wgsl!("kernels/sum_slices")),
             Kernel::Embed(format) => {
                 files.extend(format.decoder());
@@ -637,7 +698,7 @@ impl Kernel {
     pub fn has_cooperative_blocks(self) -> bool {
         matches!(
             self,
-            Kernel::GemmCoop | Kernel::DeltaRuleChunkedCoop | Kernel::AttentionPrefillCoop
+            Kernel::GemmCoop(_) | Kernel::DeltaRuleChunkedCoop | Kernel::AttentionPrefillCoop
         )
     }
 

@@ -50,6 +50,9 @@ pub struct GpuOptions {
     /// the Q6_K kernels read each word with one load instead of two: 1% more Q6_K bytes. Not
     /// with MSL kernels, which read the file's layout.
     pub q6_k_aligned: bool,
+    /// Prefill GEMMs of Q4_K weights on cooperative matrices decode the weight's blocks in the
+    /// GEMM's tiles instead of into an f16 scratch copy that the GEMM reads back.
+    pub q4_k_in_gemm: bool,
     /// Op classes (as the profile names them, e.g. "matmul q6_K") whose dispatches are not
     /// recorded: a diagnostic that prices a class by its absence; the results are wrong.
     pub left_out: Vec<String>,
@@ -71,6 +74,7 @@ impl Default for GpuOptions {
             gemm_split_k: GemmSplit::Slices(1),
             gemv_half_subgroups: false,
             q6_k_aligned: false,
+            q4_k_in_gemm: false,
             left_out: Vec::new(),
         }
     }
