@@ -67,17 +67,10 @@ fn f32_activations_gpu() -> &'static Wgpu {
 }
 
 gpu_with! {
-    /// The GPU with each decode GEMV part half a subgroup where subgroups have one size
-    /// (`--gemv-half-subgroups`).
-    half_subgroup_gemv_gpu {
-        gemv_half_subgroups: true,
-    }
-}
-
-gpu_with! {
-    /// The GPU with Q6_K blocks padded to whole words in its weight buffers (`--q6-k-aligned`).
-    aligned_q6_k_gpu {
-        q6_k_aligned: true,
+    /// The GPU with Q6_K blocks in its weight buffers as the file lays them out, 210 bytes
+    /// apart (`--q6-k-file-layout`; the default pads them to whole words).
+    file_layout_q6_k_gpu {
+        q6_k_aligned: false,
     }
 }
 
@@ -85,15 +78,6 @@ gpu_with! {
     /// The GPU with every prefill GEMM on cooperative matrices split into three column slices
     /// (`--gemm-split-k 3`), where it has them.
     split_gemm_gpu {
-        gemm_split_k: GemmSplit::Slices(3),
-    }
-}
-
-gpu_with! {
-    /// The GPU with Q4_K blocks decoded in the cooperative GEMM's tiles (`--q4k-in-gemm`),
-    /// split into three column slices, where it has cooperative matrices.
-    q4_k_in_gemm_gpu {
-        q4_k_in_gemm: true,
         gemm_split_k: GemmSplit::Slices(3),
     }
 }
@@ -1306,8 +1290,7 @@ fn quantized_matmul_and_embed_against_quant_module() {
         for (device, variant) in [
             (plain_gpu(), "without subgroups"),
             (f32_activations_gpu(), "on f32 activations"),
-            (half_subgroup_gemv_gpu(), "on half subgroups"),
-            (aligned_q6_k_gpu(), "with Q6_K blocks on words"),
+            (file_layout_q6_k_gpu(), "with Q6_K blocks as in the file"),
         ] {
             let xt = device.upload(tokens, cols, &x).unwrap();
             let weight = device
@@ -1498,8 +1481,7 @@ fn fused_residual_matmuls_against_reference() {
             gpu,
             plain_gpu(),
             f32_activations_gpu(),
-            half_subgroup_gemv_gpu(),
-            aligned_q6_k_gpu(),
+            file_layout_q6_k_gpu(),
         ] {
             let weight = device
                 .upload_weight_in_parts("w", ty, rows, cols, &bytes, 8)
@@ -1573,8 +1555,7 @@ fn several_projections_of_one_token_against_reference() {
                 &counting,
                 plain_gpu(),
                 f32_activations_gpu(),
-                half_subgroup_gemv_gpu(),
-                aligned_q6_k_gpu(),
+                file_layout_q6_k_gpu(),
             ] {
                 let ws: Vec<GpuWeight> = weights[..count]
                     .iter()
@@ -1682,7 +1663,7 @@ fn projections_recompute_after_their_input_changes() {
 /// Many rows of x take the tiled GEMM: every format against the CPU's row dot products, at
 /// sizes that are not multiples of the tiles (rows, tokens, and for float formats columns), with
 /// the weight split into parts that end mid-tile; alone and added to what the output holds,
-/// whole and (on cooperative matrices) split into column slices, and for Q4_K decoded in the GEMM.
+/// whole and (on cooperative matrices) split into column slices.
 #[test]
 fn gemm_against_reference_for_every_format() {
     let Some(gpu) = gpu() else { return };
@@ -1723,11 +1704,7 @@ fn gemm_against_reference_for_every_format() {
             for (device, variant) in [
                 (gpu, "whole"),
                 (split_gemm_gpu(), "in 3 column slices"),
-                (aligned_q6_k_gpu(), "with Q6_K blocks on words"),
-                (
-                    q4_k_in_gemm_gpu(),
-                    "decoding Q4_K in the GEMM, in 3 column slices",
-                ),
+                (file_layout_q6_k_gpu(), "with Q6_K blocks as in the file"),
             ] {
                 assert!(
                     !cooperative_required() || device.gemm_in_f16(),

@@ -143,18 +143,10 @@ pub struct GpuArgs {
     /// a GEMM of few output tiles fills the GPU) or a count (default 1: no split).
     #[arg(long, value_name = "N|auto", allow_negative_numbers = true)]
     pub gemm_split_k: Option<GemmSplit>,
-    /// Decode GEMVs with half a subgroup per pair of rows where the GPU's subgroups are of one
-    /// fixed size (to compare).
+    /// Q6_K blocks on the GPU as the file lays them out (210 bytes) instead of padded to whole
+    /// words (212 bytes, so that the Q6_K kernels read whole words; to compare).
     #[arg(long)]
-    pub gemv_half_subgroups: bool,
-    /// Q6_K blocks padded to whole words on the GPU (212 bytes instead of 210), so that the
-    /// Q6_K kernels read whole words (to compare).
-    #[arg(long)]
-    pub q6_k_aligned: bool,
-    /// Prefill GEMMs of Q4_K weights on cooperative matrices decode the blocks in the GEMM
-    /// itself instead of into an f16 copy first (to compare).
-    #[arg(long = "q4k-in-gemm")]
-    pub q4_k_in_gemm: bool,
+    pub q6_k_file_layout: bool,
 }
 
 /// The bundled default model, found where this program was built from.
@@ -185,9 +177,7 @@ impl GpuArgs {
             gemm_split_k: self
                 .gemm_split_k
                 .unwrap_or(GpuOptions::default().gemm_split_k),
-            gemv_half_subgroups: self.gemv_half_subgroups,
-            q6_k_aligned: self.q6_k_aligned,
-            q4_k_in_gemm: self.q4_k_in_gemm,
+            q6_k_aligned: !self.q6_k_file_layout,
             ..GpuOptions::default()
         }
     }

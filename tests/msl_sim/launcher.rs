@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use qwen35::backend::gpu::msl_kernels::Access;
 use qwen35::backend::gpu::msl_ops::{Dispatch, MslDevice};
-use qwen35::backend::gpu::{GpuError, MslLauncher, Wgpu};
+use qwen35::backend::gpu::{GpuError, GpuOptions, MslLauncher, Wgpu};
 
 use super::device::SimDevice;
 use super::{DeviceBuffer, Order};
@@ -90,7 +90,12 @@ impl MslLauncher for SimLauncher {
 /// `max_part_rows` rows, as a GPU splits those past its binding limit), and that set; None
 /// without an adapter (a failure under QWEN35_REQUIRE_GPU=1).
 pub fn sim_gpu(order: Order, max_part_rows: usize) -> Option<(Wgpu, Arc<SimLauncher>)> {
-    let gpu = match Wgpu::new() {
+    // As metal::open: the MSL kernels read Q6_K blocks as the file lays them out.
+    let options = GpuOptions {
+        q6_k_aligned: false,
+        ..GpuOptions::default()
+    };
+    let gpu = match Wgpu::with_options(&options) {
         Ok(gpu) => gpu,
         Err(e) if std::env::var("QWEN35_REQUIRE_GPU").as_deref() == Ok("1") => {
             panic!("QWEN35_REQUIRE_GPU=1 but no GPU: {e}")

@@ -1,9 +1,8 @@
 // GEMM on cooperative matrices (tensor cores) for many tokens at once (prefill), over the f16
-// scratch matrix of half_activations.wgsl (x) and weight rows from a weight source
-// (gemm_weights_*.wgsl: the f16 scratch of half_weights.wgsl, or the weight's own Q4_K blocks
-// decoded here): y[t, out_offset + r] = Σ_c W[r, c]·x[t, c], or with `accumulate` y += that.
-// Both are padded with zeros to whole tiles, so tiles are copied without bounds checks: 128
-// tokens × 128 weight rows per workgroup, DEPTH columns a step, through workgroup memory. With several slices (split K),
+// scratch matrices of half_activations.wgsl (x) and half_weights.wgsl (a chunk of weight rows):
+// y[t, out_offset + r] = Σ_c W[r, c]·x[t, c]. Both are padded with zeros to whole tiles, so
+// tiles are copied without bounds checks: 128 tokens × 128 weight rows per workgroup, DEPTH
+// columns a step, through workgroup memory. With several slices (split K),
 // workgroup slice s sums only columns s·slice_cols.. and writes its partial sums to slice s of y
 // (slice_stride values apart), which sum_slices.wgsl then adds up: a GEMM of few tiles then
 // still fills every multiprocessor, where one workgroup per tile would leave a last wave of
@@ -28,17 +27,16 @@ struct Params {
     out_offset: u32,
     row_tiles: u32,
     tiles: u32,
-    accumulate: u32,
     slices: u32,
     slice_cols: u32,
     slice_stride: u32,
-    // Bytes of a weight row, for weight sources that read the weight's own blocks.
-    row_bytes: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> x16: array<u32>;
-// Binding 2, the weights: declared by the weight source (gemm_weights_*.wgsl).
+@group(0) @binding(2) var<storage, read> w16: array<u32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
 const TILE: u32 = 128u;
@@ -59,17 +57,17 @@ var<workgroup> x_tile: array<f16, TILE * TILE_STRIDE>;
 var<workgroup> w_tile: array<f16, TILE * TILE_STRIDE>;
 var<workgroup> staging: array<f32, SUBGROUPS * BLOCK * BLOCK>;
 var<private> x_fetched: array<u32, FETCHES>;
+var<private> w_fetched: array<u32, FETCHES>;
 
-// Columns k0..k0+DEPTH of the tile's x rows and weight rows into registers (the weights through
-// the weight source's fetch_weights).
+// Columns k0..k0+DEPTH of the tile's x rows and weight rows into registers.
 fn fetch(first_row: u32, first_token: u32, k0: u32, lid: u32) {
     let row_words = p.padded_cols / 2u;
     for (var j = 0u; j < FETCHES; j++) {
         let i = lid + j * THREADS;
         let at = i / ROW_WORDS * row_words + k0 / 2u + i % ROW_WORDS;
         x_fetched[j] = x16[first_token * row_words + at];
+        w_fetched[j] = w16[first_row * row_words + at];
     }
-    fetch_weights(first_row, k0, lid);
 }
 
 // The fetched columns into workgroup memory.
@@ -79,10 +77,12 @@ fn store_fetched(lid: u32) {
         let at = i / ROW_WORDS * TILE_STRIDE + 2u * (i % ROW_WORDS);
         // Exact: f16 → f32 → f16.
         let xs = vec2<f16>(unpack2x16float(x_fetched[j]));
+        let ws = vec2<f16>(unpack2x16float(w_fetched[j]));
         x_tile[at] = xs.x;
         x_tile[at + 1u] = xs.y;
+        w_tile[at] = ws.x;
+        w_tile[at + 1u] = ws.y;
     }
-    store_weights(lid);
 }
 
 // Writes the subgroup's staged block (token, row: its first token and weight row) where it
@@ -95,7 +95,7 @@ fn write_staged(token: u32, row: u32, slice: u32, live: bool, sg_id: u32, sg_lan
         let r = row + e % BLOCK;
         if (live && t < p.tokens && r < p.rows) {
             let i = slice * p.slice_stride + t * p.out_cols + p.out_offset + r;
-            y[i] = staging[base + e] + select(0.0, y[i], p.accumulate != 0u);
+            y[i] = staging[base + e];
         }
     }
     // The staging block is rewritten by the next call.

@@ -1,11 +1,11 @@
-// y = Σ_s parts[s] (with `accumulate`, y += that): the partial sums of a GEMM split along its
+// y = Σ_s parts[s]: the partial sums of a GEMM split along its
 // columns (gemm_coop.wgsl), `n` values a slice, added in slice order.
 
 struct Params {
     n: u32,
     slices: u32,
-    accumulate: u32,
-    _pad: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read> p: Params;
@@ -22,7 +22,7 @@ fn main(
     if (i >= p.n) {
         return;
     }
-    var sum = select(0.0, y[i], p.accumulate != 0u);
+    var sum = 0.0;
     for (var s = 0u; s < p.slices; s++) {
         sum += parts[s * p.n + i];
     }

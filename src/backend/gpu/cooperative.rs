@@ -6,12 +6,10 @@
 //!
 //! The kernel multiplies f16 matrices. x is converted once per call and the weight rows are
 //! decoded chunk by chunk into an f16 scratch matrix, each element once, by invocations that read
-//! neighbouring blocks together. With [`GpuOptions::q4_k_in_gemm`](super::GpuOptions) Q4_K rows
-//! are decoded in the GEMM's tiles instead (two lanes a row, 16-byte loads of the block's header
-//! and nibbles): each element once per tile of tokens, but no f16 copy written and read back,
-//! which costs a fixed ~45 ms a 27B prefill whatever its length (H100, run 34).
+//! neighbouring blocks together; decoding inside the GEMM's tiles instead would have each lane of
+//! a subgroup read a different row, one byte at a time, and starve the tensor cores.
 
-use super::kernels::{CooperativeShape, GemmWeights, Kernel, Pipelines, WeightFormat};
+use super::kernels::{CooperativeShape, Kernel, Pipelines};
 use super::memory::WeightPart;
 use super::ops::{f32_bytes, WG};
 use super::{GemmSplit, GpuError, GpuTensor, GpuWeight, Wgpu};
@@ -177,7 +175,7 @@ struct HalfMatrix {
 }
 
 impl Wgpu {
-    /// `y = x · Wᵀ` on cooperative matrices, or with `accumulate` `y += x · Wᵀ`: x to f16 once
+    /// `y = x · Wᵀ` on cooperative matrices: x to f16 once
     /// (and reused by the next GEMM of the same x), then for each chunk of weight rows (within a
     /// part) one dispatch decoding it to f16 and one GEMM over it. A GEMM split along its columns
     /// ([`split_k`]) leaves partial sums in a scratch matrix per slice, added into y at the end.
@@ -186,9 +184,8 @@ impl Wgpu {
         x: &GpuTensor,
         w: &GpuWeight,
         y: &GpuTensor,
-        accumulate: bool,
     ) -> Result<(), GpuError> {
-        self.gemm_cooperative_split(x, w, y, accumulate, self.gemm_split_k)
+        self.gemm_cooperative_split(x, w, y, self.gemm_split_k)
     }
 
     /// [`Wgpu::gemm_cooperative`] in `split` column slices.
@@ -197,19 +194,12 @@ impl Wgpu {
         x: &GpuTensor,
         w: &GpuWeight,
         y: &GpuTensor,
-        accumulate: bool,
         split: GemmSplit,
     ) -> Result<(), GpuError> {
         let (x16_rows, x16_cols) = half_activation_dims(x);
-        // Q4_K weights decoded in the GEMM take each part whole; an f16 scratch copy of rows is
-        // written in chunks of at most MAX_SCRATCH_BYTES.
-        let in_gemm = self.q4_k_in_gemm && w.format == WeightFormat::Q4_K;
-        let chunk_rows = if in_gemm {
-            usize::MAX
-        } else {
-            let scratch_rows = MAX_SCRATCH_BYTES.min(self.binding_limit) / (x16_cols * 2) as u64;
-            (scratch_rows as usize / TILE).max(1) * TILE
-        };
+        let row_bytes = (x16_cols * 2) as u64;
+        let chunk_rows = (MAX_SCRATCH_BYTES.min(self.binding_limit) / row_bytes) as usize / TILE;
+        let chunk_rows = chunk_rows.max(1) * TILE;
         let token_tiles = x16_rows / TILE;
         let steps = x16_cols / DEPTH;
         // One split for the whole GEMM, from its largest chunk, so that one sum covers it.
@@ -236,46 +226,34 @@ impl Wgpu {
             for part in &w.parts {
                 for first in (0..part.rows).step_by(chunk_rows) {
                     let rows = chunk_rows.min(part.rows - first);
-                    let row_tiles = rows.div_ceil(TILE);
-                    let tiles = row_tiles * token_tiles;
-                    let params = [
-                        rows as u32,
-                        x.rows as u32,
-                        x16_cols as u32,
-                        w.rows as u32,
-                        (part.first_row + first) as u32,
-                        row_tiles as u32,
-                        tiles as u32,
-                        u32::from(accumulate && partials.is_none()),
-                        slices as u32,
-                        (slice_steps * DEPTH) as u32,
-                        (x.rows * w.rows) as u32,
-                        w.row_bytes as u32,
-                    ];
-                    let x16_bytes = (x16_rows * x16_cols * 2) as u64;
-                    if in_gemm {
-                        self.record(
-                            Kernel::GemmCoop(GemmWeights::Q4K),
-                            &params,
-                            &[&x16.buffer, &part.buffer, &target.buffer],
-                            tiles * slices,
-                            x16_bytes + (rows * w.row_bytes) as u64,
-                        )?;
-                        continue;
-                    }
                     let w16 = self.half_weights(w, part, first, rows)?;
+                    let row_tiles = w16.rows / TILE;
+                    let tiles = row_tiles * token_tiles;
                     self.record(
-                        Kernel::GemmCoop(GemmWeights::HalfScratch),
-                        &params,
+                        Kernel::GemmCoop,
+                        &[
+                            rows as u32,
+                            x.rows as u32,
+                            x16_cols as u32,
+                            w.rows as u32,
+                            (part.first_row + first) as u32,
+                            row_tiles as u32,
+                            tiles as u32,
+                            slices as u32,
+                            (slice_steps * DEPTH) as u32,
+                            (x.rows * w.rows) as u32,
+                            0,
+                            0,
+                        ],
                         &[&x16.buffer, &w16.words.buffer, &target.buffer],
                         tiles * slices,
-                        x16_bytes + (w16.rows * x16_cols * 2) as u64,
+                        ((x16_rows + w16.rows) * x16_cols * 2) as u64,
                     )?;
                 }
             }
             // Inside the reuse, so that the next GEMM of the same x still finds its f16 copy.
             match &partials {
-                Some(partials) => self.sum_slices(y, partials, slices, accumulate),
+                Some(partials) => self.sum_slices(y, partials, slices),
                 None => Ok(()),
             }
         };
@@ -284,13 +262,12 @@ impl Wgpu {
         self.reuse(&self.last_half, key, convert, multiply)
     }
 
-    /// `y = Σ_s partials[s]` (with `accumulate` `y += …`) over `slices` slices of y's size.
+    /// `y = Σ_s partials[s]` over `slices` slices of y's size.
     fn sum_slices(
         &self,
         y: &GpuTensor,
         partials: &GpuTensor,
         slices: usize,
-        accumulate: bool,
     ) -> Result<(), GpuError> {
         let n = y.len();
         if partials.len() != n * slices {
@@ -301,7 +278,7 @@ impl Wgpu {
         }
         self.record(
             Kernel::SumSlices,
-            &[n as u32, slices as u32, u32::from(accumulate), 0],
+            &[n as u32, slices as u32, 0, 0],
             &[&y.buffer, &partials.buffer],
             n.div_ceil(WG),
             f32_bytes(&[y, partials]),
@@ -437,7 +414,7 @@ impl Wgpu {
     }
 
     /// The least cosine between the cooperative and the f32 GEMM of the startup check: whole,
-    /// then added to what y holds, whole and split (five column steps in slices of 2, 2 and 1).
+    /// and split (five column steps in slices of 2, 2 and 1).
     fn cooperative_gemm_agreement(&self) -> Result<f64, GpuError> {
         let (rows, cols, tokens) = (150, 300, 140);
         let w: Vec<f32> = (0..rows * cols).map(|i| check_value(i, 53, 97)).collect();
@@ -454,61 +431,22 @@ impl Wgpu {
         )?;
         let x = self.upload(tokens, cols, &x)?;
         let plain = self.read_rows(&self.gemm(&x, &weight)?, 0, tokens)?;
-        let cooperative = self.output(tokens, rows)?;
-        self.gemm_cooperative_split(&x, &weight, &cooperative, false, GemmSplit::Slices(1))?;
-        let mut before = self.read_rows(&cooperative, 0, tokens)?;
-        let mut agreement = crate::compare::cosine(&before, &plain);
-        // Added by the GEMM itself, then by the sum of uneven slices. A cosine cannot see a
-        // wrong scale (an add that overwrote, a slice summed twice), so the norm is checked too.
+        let whole = self.output(tokens, rows)?;
+        self.gemm_cooperative_split(&x, &weight, &whole, GemmSplit::Slices(1))?;
+        let whole = self.read_rows(&whole, 0, tokens)?;
+        let split = self.output(tokens, rows)?;
+        self.gemm_cooperative_split(&x, &weight, &split, GemmSplit::Slices(3))?;
+        let split = self.read_rows(&split, 0, tokens)?;
+        // A cosine cannot see a wrong scale (a slice summed twice, or left out of the sum where
+        // the slices agree), so the split's norm is checked too.
         let norm = |v: &[f32]| v.iter().map(|&e| e as f64 * e as f64).sum::<f64>().sqrt();
-        for slices in [1, 3] {
-            self.gemm_cooperative_split(
-                &x,
-                &weight,
-                &cooperative,
-                true,
-                GemmSplit::Slices(slices),
-            )?;
-            let after = self.read_rows(&cooperative, 0, tokens)?;
-            let added: Vec<f32> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
-            let scale_error = (norm(&added) / norm(&plain) - 1.0).abs();
-            let cosine = if scale_error <= 1e-2 {
-                crate::compare::cosine(&added, &plain)
-            } else {
-                0.0
-            };
-            agreement = agreement.min(cosine);
-            before = after;
-        }
-        if self.q4_k_in_gemm {
-            agreement = agreement.min(self.q4_k_in_gemm_agreement()?);
-        }
-        Ok(agreement)
-    }
-
-    /// The cosine between the cooperative GEMM decoding Q4_K blocks in its tiles and the f32
-    /// GEMM, on a Q4_K weight in two parts (the second starting mid-tile).
-    fn q4_k_in_gemm_agreement(&self) -> Result<f64, GpuError> {
-        let (rows, cols, tokens) = (150, 512, 140);
-        let mut blocks = Vec::new();
-        for r in 0..rows {
-            let row: Vec<f32> = (0..cols)
-                .map(|c| check_value(r * cols + c, 53, 97))
-                .collect();
-            crate::quant::quantize_row(GgmlType::Q4_K, &row, &mut blocks)
-                .expect("whole Q4_K blocks");
-        }
-        let weight =
-            self.upload_weight_in_parts("Q4_K check", GgmlType::Q4_K, rows, cols, &blocks, 70)?;
-        let x: Vec<f32> = (0..tokens * cols)
-            .map(|i| check_value(i, 37, 101))
-            .collect();
-        let x = self.upload(tokens, cols, &x)?;
-        let plain = self.read_rows(&self.gemm(&x, &weight)?, 0, tokens)?;
-        let cooperative = self.output(tokens, rows)?;
-        self.gemm_cooperative_split(&x, &weight, &cooperative, false, GemmSplit::Slices(1))?;
-        let cooperative = self.read_rows(&cooperative, 0, tokens)?;
-        Ok(crate::compare::cosine(&cooperative, &plain))
+        let scale_error = (norm(&split) / norm(&plain) - 1.0).abs();
+        let split_agreement = if scale_error <= 1e-2 {
+            crate::compare::cosine(&split, &plain)
+        } else {
+            0.0
+        };
+        Ok(crate::compare::cosine(&whole, &plain).min(split_agreement))
     }
 }
 
@@ -552,8 +490,7 @@ mod tests {
         assert!(err <= want.abs() * 1e-3 + 1e-7, "{what}: {got} for {want}");
     }
 
-    /// The split GEMM's last pass (the GEMM itself needs cooperative matrices, which lavapipe
-    /// lacks): slices summed in order, alone or added to what y holds.
+    /// The split GEMM's last pass: slices summed in order (overwriting what y held).
     #[test]
     fn split_sums_add_every_slice() {
         let Some(gpu) = super::super::test_gpu() else {
@@ -565,20 +502,15 @@ mod tests {
             .collect();
         let start: Vec<f32> = (0..rows * cols).map(|i| check_value(i, 53, 97)).collect();
         let partials = gpu.upload(slices * rows, cols, &parts).unwrap();
-        for accumulate in [false, true] {
-            let y = gpu.upload(rows, cols, &start).unwrap();
-            gpu.sum_slices(&y, &partials, slices, accumulate).unwrap();
-            let got = gpu.read_rows(&y, 0, rows).unwrap();
-            for (i, &got) in got.iter().enumerate() {
-                let mut want = if accumulate { start[i] } else { 0.0 };
-                for s in 0..slices {
-                    want += parts[s * rows * cols + i];
-                }
-                assert_eq!(got, want, "y[{i}], accumulate {accumulate}");
-            }
+        let y = gpu.upload(rows, cols, &start).unwrap();
+        gpu.sum_slices(&y, &partials, slices).unwrap();
+        let got = gpu.read_rows(&y, 0, rows).unwrap();
+        for (i, &got) in got.iter().enumerate() {
+            let want: f32 = (0..slices).map(|s| parts[s * rows * cols + i]).sum();
+            assert_eq!(got, want, "y[{i}]");
         }
         let wrong = gpu.upload(rows, cols, &start).unwrap();
-        assert!(gpu.sum_slices(&wrong, &partials, 2, false).is_err());
+        assert!(gpu.sum_slices(&wrong, &partials, 2).is_err());
     }
 
     #[test]

@@ -112,15 +112,6 @@ impl CooperativeShape {
     }
 }
 
-/// Where the cooperative GEMM ([`Kernel::GemmCoop`]) reads its weight rows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum GemmWeights {
-    /// An f16 copy of a chunk of rows, written by [`Kernel::HalfWeights`] for the GEMM.
-    HalfScratch,
-    /// The weight's own Q4_K blocks, decoded in the GEMM (no copy written and read back).
-    Q4K,
-}
-
 /// A weight storage format with a GPU decoder: the file's blocks, bound as they are.
 #[allow(non_camel_case_types)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -304,14 +295,12 @@ pub enum Kernel {
     QuantizeActivations,
     /// Tiled matmul for many rows of x (prefill).
     Gemm(WeightFormat),
-    /// Weight rows decoded into an f16 scratch matrix for [`Kernel::GemmCoop`]
-    /// ([`GemmWeights::HalfScratch`]).
+    /// Weight rows decoded into an f16 scratch matrix for [`Kernel::GemmCoop`].
     HalfWeights(WeightFormat),
     /// x as an f16 scratch matrix for [`Kernel::GemmCoop`].
     HalfActivations,
-    /// Matmul for many rows of x on cooperative matrices (tensor cores), over x's f16 scratch
-    /// and weight rows from `GemmWeights`.
-    GemmCoop(GemmWeights),
+    /// Matmul for many rows of x on cooperative matrices (tensor cores), over f16 scratch.
+    GemmCoop,
     /// The column slices' partial sums of a [`Kernel::GemmCoop`] split along K, added up.
     SumSlices,
     Embed(WeightFormat),
@@ -401,8 +390,7 @@ impl Kernel {
         }
         all.extend([
             Kernel::HalfActivations,
-            Kernel::GemmCoop(GemmWeights::HalfScratch),
-            Kernel::GemmCoop(GemmWeights::Q4K),
+            Kernel::GemmCoop,
             Kernel::SumSlices,
             Kernel::QuantizeActivations,
             Kernel::Add,
@@ -441,8 +429,6 @@ impl Kernel {
             Kernel::GemvSeveral(f) => format!("gemv_several_{f:?}").to_lowercase(),
             Kernel::Gemm(f) => format!("gemm_{f:?}").to_lowercase(),
             Kernel::HalfWeights(f) => format!("half_weights_{f:?}").to_lowercase(),
-            Kernel::GemmCoop(GemmWeights::HalfScratch) => "gemm_coop".into(),
-            Kernel::GemmCoop(GemmWeights::Q4K) => "gemm_coop_q4_k".into(),
             Kernel::Embed(f) => format!("embed_{f:?}").to_lowercase(),
             other => format!("{other:?}"),
         }
@@ -459,7 +445,7 @@ impl Kernel {
             Kernel::Gemm(f) => format!("gemm {}", f.ggml_type().name()),
             Kernel::HalfWeights(f) => format!("gemm-coop f16 {}", f.ggml_type().name()),
             Kernel::HalfActivations => "gemm-coop f16 x".into(),
-            Kernel::GemmCoop(_) => "gemm-coop".into(),
+            Kernel::GemmCoop => "gemm-coop".into(),
             Kernel::SumSlices => "gemm-coop split sums".into(),
             Kernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
             Kernel::Add => "add".into(),
@@ -500,7 +486,7 @@ impl Kernel {
         self.is_cooperative_attention()
             || matches!(
                 self,
-                Kernel::GemmCoop(_)
+                Kernel::GemmCoop
                     | Kernel::HalfActivations
                     | Kernel::HalfWeights(_)
                     | Kernel::DeltaRuleChunkedCoop
@@ -578,16 +564,7 @@ impl Kernel {
                 files.extend(format.half_weights());
             }
             Kernel::HalfActivations => files.push(wgsl!("kernels/half_activations")),
-            Kernel::GemmCoop(GemmWeights::HalfScratch) => {
-                files.extend([wgsl!("lib/gemm_weights_f16"), wgsl!("kernels/gemm_coop")]);
-            }
-            Kernel::GemmCoop(GemmWeights::Q4K) => files.extend([
-                SMALL_INTS,
-                Q4_K_SPAN_FACTORS,
-                NIBBLES,
-                wgsl!("lib/gemm_weights_q4_k"),
-                wgsl!("kernels/gemm_coop"),
-            ]),
+            Kernel::GemmCoop => files.push(wgsl!("kernels/gemm_coop")),
             Kernel::SumSlices => files.push(wgsl!("kernels/sum_slices")),
             Kernel::Embed(format) => {
                 files.extend(format.decoder());
@@ -698,7 +675,7 @@ impl Kernel {
     pub fn has_cooperative_blocks(self) -> bool {
         matches!(
             self,
-            Kernel::GemmCoop(_) | Kernel::DeltaRuleChunkedCoop | Kernel::AttentionPrefillCoop
+            Kernel::GemmCoop | Kernel::DeltaRuleChunkedCoop | Kernel::AttentionPrefillCoop
         )
     }
 
@@ -864,7 +841,7 @@ pub struct Pipelines {
     by_kernel: HashMap<Kernel, wgpu::ComputePipeline>,
     /// Invocations per part of the fast GEMVs where the device's subgroups have one fixed size
     /// (and a workgroup of [`GEMV_PARTS`] subgroups is allowed): the parts are then its
-    /// subgroups, or halves of them ([`super::GpuOptions::gemv_half_subgroups`]).
+    /// subgroups.
     gemv_subgroup: Option<usize>,
     /// Every runtime check in the kernels ([`shader_checks`]).
     all_shader_checks: bool,
@@ -888,14 +865,9 @@ impl Pipelines {
             && size > 0
             && adapter.subgroup_max_size as usize == size
             && GEMV_PARTS * size <= device.limits().max_compute_invocations_per_workgroup as usize;
-        let part = if options.gemv_half_subgroups && size >= 2 {
-            size / 2
-        } else {
-            size
-        };
         let mut pipelines = Pipelines {
             by_kernel: HashMap::new(),
-            gemv_subgroup: fixed_size.then_some(part),
+            gemv_subgroup: fixed_size.then_some(size),
             all_shader_checks: options.all_shader_checks,
             q6_k_block_bytes: q6_k_block_bytes(options.q6_k_aligned),
             cooperative,

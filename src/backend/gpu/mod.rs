@@ -86,8 +86,6 @@ pub struct Wgpu {
     gemm_split_k: GemmSplit,
     /// Q6_K blocks padded to whole words in weight buffers ([`GpuOptions::q6_k_aligned`]).
     q6_k_aligned: bool,
-    /// Q4_K blocks decoded in the cooperative GEMM ([`GpuOptions::q4_k_in_gemm`]).
-    q4_k_in_gemm: bool,
     /// Op classes not dispatched ([`GpuOptions::left_out`]).
     left_out: Vec<String>,
     /// The MSL kernel set, when one is installed ([`Wgpu::with_msl`]).
@@ -326,7 +324,6 @@ impl Wgpu {
             gemm_split_k: options.gemm_split_k,
             left_out: options.left_out.clone(),
             q6_k_aligned: options.q6_k_aligned,
-            q4_k_in_gemm: options.q4_k_in_gemm,
             msl: None,
             max_weight_part_rows: usize::MAX,
         };

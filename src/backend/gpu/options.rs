@@ -42,17 +42,12 @@ pub struct GpuOptions {
     /// Column slices of each prefill GEMM on cooperative matrices (split K, the slices' sums
     /// added by one more pass).
     pub gemm_split_k: GemmSplit,
-    /// Where the fast GEMVs' parts are subgroups, a part of half a subgroup instead: each
-    /// subgroup then takes two pairs of rows, each half of it a whole row's span of columns.
-    pub gemv_half_subgroups: bool,
     /// Q6_K super-blocks stored on the device 212 bytes apart instead of the file's 210 (two
     /// bytes of padding after each), so that every field of a block sits on a whole word and
-    /// the Q6_K kernels read each word with one load instead of two: 1% more Q6_K bytes. Not
-    /// with MSL kernels, which read the file's layout.
+    /// the Q6_K kernels read each word with one load instead of two: 1% more Q6_K bytes, decode
+    /// 3% faster on the H100 (benches/results/h100-2026-12-07-run40). Not with MSL kernels,
+    /// which read the file's layout.
     pub q6_k_aligned: bool,
-    /// Prefill GEMMs of Q4_K weights on cooperative matrices decode the weight's blocks in the
-    /// GEMM's tiles instead of into an f16 scratch copy that the GEMM reads back.
-    pub q4_k_in_gemm: bool,
     /// Op classes (as the profile names them, e.g. "matmul q6_K") whose dispatches are not
     /// recorded: a diagnostic that prices a class by its absence; the results are wrong.
     pub left_out: Vec<String>,
@@ -72,9 +67,7 @@ impl Default for GpuOptions {
             per_head_attention: false,
             f16_kv_cache: false,
             gemm_split_k: GemmSplit::Slices(1),
-            gemv_half_subgroups: false,
-            q6_k_aligned: false,
-            q4_k_in_gemm: false,
+            q6_k_aligned: true,
             left_out: Vec::new(),
         }
     }

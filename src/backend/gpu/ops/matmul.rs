@@ -13,7 +13,7 @@ impl Wgpu {
                 return self.gemm(x, w);
             }
             let out = self.output(x.rows, w.rows)?;
-            self.gemm_cooperative(x, w, &out, false)?;
+            self.gemm_cooperative(x, w, &out)?;
             return Ok(out);
         }
         let out = self.output(x.rows, w.rows)?;
@@ -21,8 +21,9 @@ impl Wgpu {
         Ok(out)
     }
 
-    /// `acc += x · Wᵀ`, the add done by the GEMV where the format has a fast one, and by the
-    /// cooperative GEMM.
+    /// `acc += x · Wᵀ`, the add done by the GEMV where the format has a fast one. A prefill adds
+    /// in a pass of its own: adding in the cooperative GEMM's epilogue instead ran 2–3% slower
+    /// at 1024 and 4096 tokens on the H100 (benches/results/h100-2026-12-07-run40).
     pub fn matmul_add(
         &self,
         x: &GpuTensor,
@@ -35,9 +36,6 @@ impl Wgpu {
                 "matmul_add",
                 format!("{}×{} into {}×{}", x.rows, w.rows, acc.rows, acc.cols),
             ));
-        }
-        if x.rows >= GEMM_MIN_ROWS && self.cooperative_matrix {
-            return self.gemm_cooperative(x, w, acc, true);
         }
         if x.rows >= GEMM_MIN_ROWS || w.format.gemv_span().is_none() {
             let y = self.matmul(x, w)?;
