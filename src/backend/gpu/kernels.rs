@@ -949,6 +949,12 @@ impl Pipelines {
         Ok(())
     }
 
+    /// Bytes from one Q6_K super-block to the next in weight buffers: the layout uploads write
+    /// and the kernels read.
+    pub fn q6_k_block_bytes(&self) -> usize {
+        self.q6_k_block_bytes
+    }
+
     /// The block shape the kernels on cooperative matrices are built for, if the device has
     /// them.
     pub fn cooperative_shape(&self) -> Option<CooperativeShape> {

@@ -160,8 +160,9 @@ enum BlockLayout {
 }
 
 impl BlockLayout {
-    fn of(ty: GgmlType, q6_k_aligned: bool) -> BlockLayout {
-        let device = super::kernels::q6_k_block_bytes(q6_k_aligned);
+    /// The layout of `ty` where the kernels read Q6_K blocks `q6_k_block_bytes` apart.
+    fn of(ty: GgmlType, q6_k_block_bytes: usize) -> BlockLayout {
+        let device = q6_k_block_bytes;
         match ty {
             GgmlType::Q6_K if device != ty.block_bytes() => BlockLayout::Padded {
                 file: ty.block_bytes(),
@@ -499,7 +500,7 @@ impl Wgpu {
                 limit: self.binding_limit,
             });
         }
-        let layout = BlockLayout::of(ty, self.q6_k_aligned);
+        let layout = BlockLayout::of(ty, self.pipelines.q6_k_block_bytes());
         let device_row_bytes = layout.device_bytes(row_bytes);
         let rows_per_part = (self.binding_limit as usize / device_row_bytes.max(1))
             .min(max_part_rows)

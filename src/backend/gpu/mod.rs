@@ -84,8 +84,6 @@ pub struct Wgpu {
     f16_kv_cache: bool,
     /// Column slices of the cooperative GEMM ([`GpuOptions::gemm_split_k`]).
     gemm_split_k: GemmSplit,
-    /// Q6_K blocks padded to whole words in weight buffers ([`GpuOptions::q6_k_aligned`]).
-    q6_k_aligned: bool,
     /// Op classes not dispatched ([`GpuOptions::left_out`]).
     left_out: Vec<String>,
     /// The MSL kernel set, when one is installed ([`Wgpu::with_msl`]).
@@ -158,7 +156,7 @@ impl Wgpu {
     /// have one (the WGSL kernels keep the rest).
     pub fn with_msl(mut self, launcher: Arc<dyn MslLauncher>) -> Wgpu {
         assert!(
-            !self.q6_k_aligned,
+            self.pipelines.q6_k_block_bytes() == crate::quant::GgmlType::Q6_K.block_bytes(),
             "MSL kernels read Q6_K blocks as the file lays them out: open without q6_k_aligned"
         );
         self.msl = Some(launcher);
@@ -323,7 +321,6 @@ impl Wgpu {
             f16_kv_cache: options.f16_kv_cache,
             gemm_split_k: options.gemm_split_k,
             left_out: options.left_out.clone(),
-            q6_k_aligned: options.q6_k_aligned,
             msl: None,
             max_weight_part_rows: usize::MAX,
         };
