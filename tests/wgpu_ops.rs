@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use half::{bf16, f16};
 use qwen35::backend::gpu::{
-    GemmSplit, GpuError, GpuOptions, GpuTensor, GpuWeight, Storage, WeightFormat, Wgpu,
+    GpuError, GpuOptions, GpuTensor, GpuWeight, Storage, WeightFormat, Wgpu,
     ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_PREFILL_MIN_ROWS, GEMM_MIN_ROWS,
 };
 use qwen35::backend::{AttentionShape, DeltaNetShape, DeltaRule, KvCache, Qkv};
@@ -71,14 +71,6 @@ gpu_with! {
     /// apart (`--q6-k-file-layout`; the default pads them to whole words).
     file_layout_q6_k_gpu {
         q6_k_aligned: false,
-    }
-}
-
-gpu_with! {
-    /// The GPU with every prefill GEMM on cooperative matrices split into three column slices
-    /// (`--gemm-split-k 3`), where it has them.
-    split_gemm_gpu {
-        gemm_split_k: GemmSplit::Slices(3),
     }
 }
 
@@ -1703,7 +1695,6 @@ fn gemm_against_reference_for_every_format() {
             let want_added: Vec<f32> = want.iter().zip(&acc).map(|(y, a)| y + a).collect();
             for (device, variant) in [
                 (gpu, "whole"),
-                (split_gemm_gpu(), "in 3 column slices"),
                 (file_layout_q6_k_gpu(), "with Q6_K blocks as in the file"),
             ] {
                 assert!(

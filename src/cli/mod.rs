@@ -15,7 +15,7 @@ mod tokenize;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use qwen35::backend::gpu::{GemmSplit, GpuOptions};
+use qwen35::backend::gpu::GpuOptions;
 use qwen35::backend::BackendOptions;
 use qwen35::chat::ChatTemplate;
 use qwen35::gguf::{GgufError, GgufFile};
@@ -139,10 +139,6 @@ pub struct GpuArgs {
     /// at a short context on an H100).
     #[arg(long)]
     pub f16_kv_cache: bool,
-    /// Column slices of every prefill GEMM on cooperative matrices: `auto` (by its size, so that
-    /// a GEMM of few output tiles fills the GPU) or a count (default 1: no split).
-    #[arg(long, value_name = "N|auto", allow_negative_numbers = true)]
-    pub gemm_split_k: Option<GemmSplit>,
     /// Q6_K blocks on the GPU as the file lays them out (210 bytes) instead of padded to whole
     /// words (212 bytes, so that the Q6_K kernels read whole words; to compare).
     #[arg(long)]
@@ -174,9 +170,6 @@ impl GpuArgs {
             all_shader_checks: self.all_shader_checks,
             per_head_attention: self.per_head_attention,
             f16_kv_cache: self.f16_kv_cache,
-            gemm_split_k: self
-                .gemm_split_k
-                .unwrap_or(GpuOptions::default().gemm_split_k),
             q6_k_aligned: !self.q6_k_file_layout,
             ..GpuOptions::default()
         }

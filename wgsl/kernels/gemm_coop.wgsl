@@ -2,11 +2,7 @@
 // scratch matrices of half_activations.wgsl (x) and half_weights.wgsl (a chunk of weight rows):
 // y[t, out_offset + r] = Σ_c W[r, c]·x[t, c]. Both are padded with zeros to whole tiles, so
 // tiles are copied without bounds checks: 128 tokens × 128 weight rows per workgroup, DEPTH
-// columns a step, through workgroup memory. With several slices (split K),
-// workgroup slice s sums only columns s·slice_cols.. and writes its partial sums to slice s of y
-// (slice_stride values apart), which sum_slices.wgsl then adds up: a GEMM of few tiles then
-// still fills every multiprocessor, where one workgroup per tile would leave a last wave of
-// workgroups half empty. Each subgroup owns 2 × 4 blocks of BLOCK × BLOCK of the output tile
+// columns a step, through workgroup memory. Each subgroup owns 2 × 4 blocks of BLOCK × BLOCK of the output tile
 // (2·BLOCK tokens × 4·BLOCK rows) with f32 accumulators, and the workgroup has as many
 // subgroups as cover the tile (the host gives BLOCK and SUBGROUP_SIZE: 8 subgroups of 32 with
 // 16 × 16 blocks on tensor cores, 32 of 8 with 8 × 8 blocks on lavapipe):
@@ -27,11 +23,7 @@ struct Params {
     out_offset: u32,
     row_tiles: u32,
     tiles: u32,
-    slices: u32,
-    slice_cols: u32,
-    slice_stride: u32,
-    _pad0: u32,
-    _pad1: u32,
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<storage, read> p: Params;
@@ -87,15 +79,14 @@ fn store_fetched(lid: u32) {
 
 // Writes the subgroup's staged block (token, row: its first token and weight row) where it
 // exists. Every invocation of the workgroup calls this together.
-fn write_staged(token: u32, row: u32, slice: u32, live: bool, sg_id: u32, sg_lane: u32) {
+fn write_staged(token: u32, row: u32, live: bool, sg_id: u32, sg_lane: u32) {
     workgroupBarrier();
     let base = sg_id * BLOCK * BLOCK;
     for (var e = sg_lane; e < BLOCK * BLOCK; e += SUBGROUP_SIZE) {
         let t = token + e / BLOCK;
         let r = row + e % BLOCK;
         if (live && t < p.tokens && r < p.rows) {
-            let i = slice * p.slice_stride + t * p.out_cols + p.out_offset + r;
-            y[i] = staging[base + e];
+            y[t * p.out_cols + p.out_offset + r] = staging[base + e];
         }
     }
     // The staging block is rewritten by the next call.
@@ -113,13 +104,8 @@ fn main(
     // Workgroups of a folded grid past the last tile redo the last one and store nothing:
     // cooperative operations may not follow a return.
     let id = workgroup_index(wid, nwg);
-    let units = p.tiles * p.slices;
-    let live = id < units;
-    let unit = min(id, units - 1u);
-    let tile = unit % p.tiles;
-    let slice = unit / p.tiles;
-    let k_begin = slice * p.slice_cols;
-    let k_end = min(p.padded_cols, k_begin + p.slice_cols);
+    let live = id < p.tiles;
+    let tile = min(id, p.tiles - 1u);
     let first_row = (tile % p.row_tiles) * TILE;
     let first_token = (tile / p.row_tiles) * TILE;
     let token = (sg_id % (TILE / SUBGROUP_TOKENS)) * SUBGROUP_TOKENS;
@@ -136,11 +122,11 @@ fn main(
     var c11 = BlockC();
     var c12 = BlockC();
     var c13 = BlockC();
-    fetch(first_row, first_token, k_begin, lid);
+    fetch(first_row, first_token, 0u, lid);
     store_fetched(lid);
     workgroupBarrier();
-    for (var k0 = k_begin; k0 < k_end; k0 += DEPTH) {
-        let more = k0 + DEPTH < k_end;
+    for (var k0 = 0u; k0 < p.padded_cols; k0 += DEPTH) {
+        let more = k0 + DEPTH < p.padded_cols;
         if (more) {
             fetch(first_row, first_token, k0 + DEPTH, lid);
         }
@@ -172,19 +158,19 @@ fn main(
     let t0 = first_token + token;
     let r0 = first_row + row;
     coopStoreT(c00, &staging[mine], BLOCK);
-    write_staged(t0, r0, slice, live, sg_id, sg_lane);
+    write_staged(t0, r0, live, sg_id, sg_lane);
     coopStoreT(c01, &staging[mine], BLOCK);
-    write_staged(t0, r0 + BLOCK, slice, live, sg_id, sg_lane);
+    write_staged(t0, r0 + BLOCK, live, sg_id, sg_lane);
     coopStoreT(c02, &staging[mine], BLOCK);
-    write_staged(t0, r0 + 2u * BLOCK, slice, live, sg_id, sg_lane);
+    write_staged(t0, r0 + 2u * BLOCK, live, sg_id, sg_lane);
     coopStoreT(c03, &staging[mine], BLOCK);
-    write_staged(t0, r0 + 3u * BLOCK, slice, live, sg_id, sg_lane);
+    write_staged(t0, r0 + 3u * BLOCK, live, sg_id, sg_lane);
     coopStoreT(c10, &staging[mine], BLOCK);
-    write_staged(t0 + BLOCK, r0, slice, live, sg_id, sg_lane);
+    write_staged(t0 + BLOCK, r0, live, sg_id, sg_lane);
     coopStoreT(c11, &staging[mine], BLOCK);
-    write_staged(t0 + BLOCK, r0 + BLOCK, slice, live, sg_id, sg_lane);
+    write_staged(t0 + BLOCK, r0 + BLOCK, live, sg_id, sg_lane);
     coopStoreT(c12, &staging[mine], BLOCK);
-    write_staged(t0 + BLOCK, r0 + 2u * BLOCK, slice, live, sg_id, sg_lane);
+    write_staged(t0 + BLOCK, r0 + 2u * BLOCK, live, sg_id, sg_lane);
     coopStoreT(c13, &staging[mine], BLOCK);
-    write_staged(t0 + BLOCK, r0 + 3u * BLOCK, slice, live, sg_id, sg_lane);
+    write_staged(t0 + BLOCK, r0 + 3u * BLOCK, live, sg_id, sg_lane);
 }

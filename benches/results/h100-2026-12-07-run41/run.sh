@@ -1,9 +1,10 @@
 #!/bin/bash
-# Device run 41: the head after run 40's findings, D (the GEMM epilogue add and --q4k-in-gemm
-# removed, --gemv-half-subgroups removed with its runtime branch in every GEMV's row sums, Q6_K
-# blocks padded to words by default), against base = c0d76db (run 34's code plus run 37's decode
-# attention) in the same call, two rounds; check and wgpu_ops (cooperative required) on D;
-# llama-bench beside if a warm machine still has run 39's build.
+# Device run 41 (short: the session's device time was nearly spent): D = 5ef5f6c (the GEMM
+# epilogue add and --q4k-in-gemm removed, --gemv-half-subgroups removed with its runtime branch in
+# every GEMV's row sums, Q6_K blocks padded to words by default) and E = D with split-K removed
+# (gemm_coop.wgsl back to c0d76db's but for the block-shape constants), against base = c0d76db
+# (run 34's code plus run 37's decode attention) in the same call; check on E; llama-bench
+# beside if a warm machine still has run 39's build.
 cd "$(dirname "$0")/../../.."
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 exec > >(tee $OUT/log.txt) 2>&1
@@ -11,7 +12,7 @@ T0=$(date +%s); t() { echo "[t+$(( $(date +%s) - T0 ))s] $*"; }
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export WGPU_BACKEND=vulkan
 ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; [ -f $ICD ] && export VK_DRIVER_FILES=$ICD
-for v in base D wgpu_ops; do
+for v in base D E; do
   python3 -c "import lzma,sys; sys.stdout.buffer.write(lzma.open('.bin/$v.xz').read())" > /tmp/$v; chmod +x /tmp/$v
 done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
@@ -20,14 +21,11 @@ M=/dev/shm/m.gguf
 R=$OUT/results.txt
 sec() { echo; echo "=== $*"; } >> $R
 [ "$PWD" = /work/main ] || { mkdir -p /work; ln -sfn "$PWD" /work/main; }
-t "check"; sec "check D"
-QWEN35_REQUIRE_GPU=1 timeout 60 /tmp/D check --fixtures tests/fixtures --backend cpu,wgpu >> $R 2>&1; echo "rc=$?" | tee -a $R
-t "wgpu_ops"; sec "wgpu_ops D (QWEN35_REQUIRE_COOPERATIVE=1)"
-QWEN35_REQUIRE_GPU=1 QWEN35_REQUIRE_COOPERATIVE=1 timeout 60 /tmp/wgpu_ops --test-threads 1 > $OUT/wgpu_ops.txt 2>&1; echo "rc=$?" | tee -a $R
-grep -E "^test result|FAILED|panicked" $OUT/wgpu_ops.txt | head -12 | tee -a $R
-b() { local name=$1; shift; if [ $(( $(date +%s) - T0 )) -gt 150 ]; then sec "$name: not run (the call's time was up)"; return; fi; t "$name"; sec "$name"; timeout 100 "$@" >> $R 2>>/tmp/q.err; echo "rc=$?" | tee -a $R; }
+t "check"; sec "check E"
+QWEN35_REQUIRE_GPU=1 timeout 60 /tmp/E check --fixtures tests/fixtures --backend cpu,wgpu >> $R 2>&1; echo "rc=$?" | tee -a $R
+b() { local name=$1; shift; if [ $(( $(date +%s) - T0 )) -gt 120 ]; then sec "$name: not run (the call's time was up)"; return; fi; t "$name"; sec "$name"; timeout 100 "$@" >> $R 2>>/tmp/q.err; echo "rc=$?" | tee -a $R; }
 for round in 1; do
-  for v in base D; do
+  for v in base D E; do
     b "bench $v (round $round): -p 512,1024,4096 -n 128 -r 2" /tmp/$v bench -m $M --backend wgpu -p 512,1024,4096 -n 128 -r 2
   done
 done
@@ -36,6 +34,6 @@ if [ -x /tmp/lb/bin/llama-bench ]; then
 else
   sec "llama-bench: not run (no build on this machine)"
 fi
-b "bench D --profile -p 512 -n 16" /tmp/D bench -m $M --backend wgpu --profile -p 512 -n 16 -r 1
+b "bench E --profile -p 512 -n 16" /tmp/E bench -m $M --backend wgpu --profile -p 512 -n 16 -r 1
 grep -iE "error|warn|fail" /tmp/q.err | sort | uniq -c | head -40 > $OUT/stderr-summary.txt
 t done

@@ -12,7 +12,7 @@
 use super::kernels::{CooperativeShape, Kernel, Pipelines};
 use super::memory::WeightPart;
 use super::ops::{f32_bytes, WG};
-use super::{GemmSplit, GpuError, GpuTensor, GpuWeight, Wgpu};
+use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::quant::GgmlType;
 
 /// What the cooperative GEMM kernel needs besides the shape: f16 tiles and subgroup ids.
@@ -24,24 +24,6 @@ pub const FEATURES: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MA
 const TILE: usize = 128;
 /// Columns per step of gemm_coop.wgsl (WGSL `DEPTH`); the f16 scratch rows are padded to it.
 const DEPTH: usize = 64;
-/// Workgroups a split GEMM aims at: about eight per multiprocessor of a 132-multiprocessor GPU
-/// (H100, H200), which holds one or two of this kernel's workgroups at a time, so that the last
-/// wave of workgroups is a small part of the GEMM.
-const SPLIT_TARGET_WORKGROUPS: usize = 1024;
-/// Column steps a slice of a split GEMM keeps at least, so that its prologue (the first fetch)
-/// and its partial sums' traffic stay small beside its products.
-const MIN_SLICE_STEPS: usize = 16;
-
-/// Column slices for a GEMM of `tiles` output tiles and `steps` column steps: enough for
-/// [`SPLIT_TARGET_WORKGROUPS`], no slice under [`MIN_SLICE_STEPS`] steps; 1 for a GEMM that
-/// has the workgroups already (long prompts).
-fn split_k(tiles: usize, steps: usize) -> usize {
-    SPLIT_TARGET_WORKGROUPS
-        .div_ceil(tiles.max(1))
-        .min(steps / MIN_SLICE_STEPS)
-        .max(1)
-}
-
 /// Bytes of f16 weight scratch at most: larger weights are decoded and multiplied in chunks of
 /// rows.
 const MAX_SCRATCH_BYTES: u64 = 256 << 20;
@@ -175,53 +157,20 @@ struct HalfMatrix {
 }
 
 impl Wgpu {
-    /// `y = x · Wᵀ` on cooperative matrices: x to f16 once
-    /// (and reused by the next GEMM of the same x), then for each chunk of weight rows (within a
-    /// part) one dispatch decoding it to f16 and one GEMM over it. A GEMM split along its columns
-    /// ([`split_k`]) leaves partial sums in a scratch matrix per slice, added into y at the end.
+    /// `y = x · Wᵀ` on cooperative matrices: x to f16 once (and reused by the next GEMM of the
+    /// same x), then for each chunk of weight rows (within a part) one dispatch decoding it to
+    /// f16 and one GEMM over it.
     pub(super) fn gemm_cooperative(
         &self,
         x: &GpuTensor,
         w: &GpuWeight,
         y: &GpuTensor,
     ) -> Result<(), GpuError> {
-        self.gemm_cooperative_split(x, w, y, self.gemm_split_k)
-    }
-
-    /// [`Wgpu::gemm_cooperative`] in `split` column slices.
-    fn gemm_cooperative_split(
-        &self,
-        x: &GpuTensor,
-        w: &GpuWeight,
-        y: &GpuTensor,
-        split: GemmSplit,
-    ) -> Result<(), GpuError> {
         let (x16_rows, x16_cols) = half_activation_dims(x);
         let row_bytes = (x16_cols * 2) as u64;
         let chunk_rows = (MAX_SCRATCH_BYTES.min(self.binding_limit) / row_bytes) as usize / TILE;
         let chunk_rows = chunk_rows.max(1) * TILE;
         let token_tiles = x16_rows / TILE;
-        let steps = x16_cols / DEPTH;
-        // One split for the whole GEMM, from its largest chunk, so that one sum covers it.
-        let largest_tiles = w
-            .parts
-            .iter()
-            .map(|p| p.rows.min(chunk_rows))
-            .max()
-            .unwrap_or(0);
-        let tiles = largest_tiles.div_ceil(TILE) * token_tiles;
-        let split = match split {
-            GemmSplit::Auto => split_k(tiles, steps),
-            GemmSplit::Slices(n) => n.max(1),
-        };
-        let slice_steps = steps.div_ceil(split);
-        let slices = steps.div_ceil(slice_steps);
-        let partials = if slices > 1 {
-            Some(self.output(slices * x.rows, w.rows)?)
-        } else {
-            None
-        };
-        let target = partials.as_ref().unwrap_or(y);
         let multiply = |x16: &GpuTensor| {
             for part in &w.parts {
                 for first in (0..part.rows).step_by(chunk_rows) {
@@ -239,50 +188,19 @@ impl Wgpu {
                             (part.first_row + first) as u32,
                             row_tiles as u32,
                             tiles as u32,
-                            slices as u32,
-                            (slice_steps * DEPTH) as u32,
-                            (x.rows * w.rows) as u32,
-                            0,
                             0,
                         ],
-                        &[&x16.buffer, &w16.words.buffer, &target.buffer],
-                        tiles * slices,
+                        &[&x16.buffer, &w16.words.buffer, &y.buffer],
+                        tiles,
                         ((x16_rows + w16.rows) * x16_cols * 2) as u64,
                     )?;
                 }
             }
-            // Inside the reuse, so that the next GEMM of the same x still finds its f16 copy.
-            match &partials {
-                Some(partials) => self.sum_slices(y, partials, slices),
-                None => Ok(()),
-            }
+            Ok(())
         };
         let key = (x.buffer.clone(), x.dims());
         let convert = || self.half_activations(x).map(|x16| x16.words);
         self.reuse(&self.last_half, key, convert, multiply)
-    }
-
-    /// `y = Σ_s partials[s]` over `slices` slices of y's size.
-    fn sum_slices(
-        &self,
-        y: &GpuTensor,
-        partials: &GpuTensor,
-        slices: usize,
-    ) -> Result<(), GpuError> {
-        let n = y.len();
-        if partials.len() != n * slices {
-            return Err(GpuError::Shape {
-                op: "sum_slices",
-                detail: format!("{} partial sums for {slices} slices of {n}", partials.len()),
-            });
-        }
-        self.record(
-            Kernel::SumSlices,
-            &[n as u32, slices as u32, 0, 0],
-            &[&y.buffer, &partials.buffer],
-            n.div_ceil(WG),
-            f32_bytes(&[y, partials]),
-        )
     }
 
     /// x as f16, padded with zeros to whole tiles of tokens and columns
@@ -413,8 +331,7 @@ impl Wgpu {
         }
     }
 
-    /// The least cosine between the cooperative and the f32 GEMM of the startup check: whole,
-    /// and split (five column steps in slices of 2, 2 and 1).
+    /// The cosine between the cooperative and the f32 GEMM of the startup check.
     fn cooperative_gemm_agreement(&self) -> Result<f64, GpuError> {
         let (rows, cols, tokens) = (150, 300, 140);
         let w: Vec<f32> = (0..rows * cols).map(|i| check_value(i, 53, 97)).collect();
@@ -431,22 +348,10 @@ impl Wgpu {
         )?;
         let x = self.upload(tokens, cols, &x)?;
         let plain = self.read_rows(&self.gemm(&x, &weight)?, 0, tokens)?;
-        let whole = self.output(tokens, rows)?;
-        self.gemm_cooperative_split(&x, &weight, &whole, GemmSplit::Slices(1))?;
-        let whole = self.read_rows(&whole, 0, tokens)?;
-        let split = self.output(tokens, rows)?;
-        self.gemm_cooperative_split(&x, &weight, &split, GemmSplit::Slices(3))?;
-        let split = self.read_rows(&split, 0, tokens)?;
-        // A cosine cannot see a wrong scale (a slice summed twice, or left out of the sum where
-        // the slices agree), so the split's norm is checked too.
-        let norm = |v: &[f32]| v.iter().map(|&e| e as f64 * e as f64).sum::<f64>().sqrt();
-        let scale_error = (norm(&split) / norm(&plain) - 1.0).abs();
-        let split_agreement = if scale_error <= 1e-2 {
-            crate::compare::cosine(&split, &plain)
-        } else {
-            0.0
-        };
-        Ok(crate::compare::cosine(&whole, &plain).min(split_agreement))
+        let cooperative = self.output(tokens, rows)?;
+        self.gemm_cooperative(&x, &weight, &cooperative)?;
+        let cooperative = self.read_rows(&cooperative, 0, tokens)?;
+        Ok(crate::compare::cosine(&cooperative, &plain))
     }
 }
 
@@ -488,29 +393,6 @@ mod tests {
     fn assert_half_of(what: &str, got: f32, want: f32) {
         let err = (got - want).abs();
         assert!(err <= want.abs() * 1e-3 + 1e-7, "{what}: {got} for {want}");
-    }
-
-    /// The split GEMM's last pass: slices summed in order (overwriting what y held).
-    #[test]
-    fn split_sums_add_every_slice() {
-        let Some(gpu) = super::super::test_gpu() else {
-            return;
-        };
-        let (rows, cols, slices) = (3, 70, 3);
-        let parts: Vec<f32> = (0..slices * rows * cols)
-            .map(|i| check_value(i, 37, 101))
-            .collect();
-        let start: Vec<f32> = (0..rows * cols).map(|i| check_value(i, 53, 97)).collect();
-        let partials = gpu.upload(slices * rows, cols, &parts).unwrap();
-        let y = gpu.upload(rows, cols, &start).unwrap();
-        gpu.sum_slices(&y, &partials, slices).unwrap();
-        let got = gpu.read_rows(&y, 0, rows).unwrap();
-        for (i, &got) in got.iter().enumerate() {
-            let want: f32 = (0..slices).map(|s| parts[s * rows * cols + i]).sum();
-            assert_eq!(got, want, "y[{i}]");
-        }
-        let wrong = gpu.upload(rows, cols, &start).unwrap();
-        assert!(gpu.sum_slices(&wrong, &partials, 2).is_err());
     }
 
     #[test]

@@ -301,8 +301,6 @@ pub enum Kernel {
     HalfActivations,
     /// Matmul for many rows of x on cooperative matrices (tensor cores), over f16 scratch.
     GemmCoop,
-    /// The column slices' partial sums of a [`Kernel::GemmCoop`] split along K, added up.
-    SumSlices,
     Embed(WeightFormat),
     Add,
     Swiglu,
@@ -391,7 +389,6 @@ impl Kernel {
         all.extend([
             Kernel::HalfActivations,
             Kernel::GemmCoop,
-            Kernel::SumSlices,
             Kernel::QuantizeActivations,
             Kernel::Add,
             Kernel::Swiglu,
@@ -446,7 +443,6 @@ impl Kernel {
             Kernel::HalfWeights(f) => format!("gemm-coop f16 {}", f.ggml_type().name()),
             Kernel::HalfActivations => "gemm-coop f16 x".into(),
             Kernel::GemmCoop => "gemm-coop".into(),
-            Kernel::SumSlices => "gemm-coop split sums".into(),
             Kernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
             Kernel::Add => "add".into(),
             Kernel::Swiglu => "swiglu".into(),
@@ -565,7 +561,6 @@ impl Kernel {
             }
             Kernel::HalfActivations => files.push(wgsl!("kernels/half_activations")),
             Kernel::GemmCoop => files.push(wgsl!("kernels/gemm_coop")),
-            Kernel::SumSlices => files.push(wgsl!("kernels/sum_slices")),
             Kernel::Embed(format) => {
                 files.extend(format.decoder());
                 files.push(wgsl!("kernels/embed"));

@@ -31,7 +31,7 @@ pub use kernels::{kernel_sources, KernelSource, WeightFormat};
 pub use memory::{GpuTensor, GpuWeight, Storage};
 pub use msl_ops::MslLauncher;
 pub use ops::{ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_PREFILL_MIN_ROWS, GEMM_MIN_ROWS};
-pub use options::{GemmSplit, GpuOptions};
+pub use options::GpuOptions;
 pub use sampling::MAX_TOP_K;
 
 pub(crate) use kernel_build::validated_pipeline;
@@ -82,8 +82,6 @@ pub struct Wgpu {
     per_head_attention: bool,
     /// KV caches in f16 ([`GpuOptions::f16_kv_cache`]).
     f16_kv_cache: bool,
-    /// Column slices of the cooperative GEMM ([`GpuOptions::gemm_split_k`]).
-    gemm_split_k: GemmSplit,
     /// Op classes not dispatched ([`GpuOptions::left_out`]).
     left_out: Vec<String>,
     /// The MSL kernel set, when one is installed ([`Wgpu::with_msl`]).
@@ -319,7 +317,6 @@ impl Wgpu {
             last_half: Mutex::new(None),
             per_head_attention: options.per_head_attention,
             f16_kv_cache: options.f16_kv_cache,
-            gemm_split_k: options.gemm_split_k,
             left_out: options.left_out.clone(),
             msl: None,
             max_weight_part_rows: usize::MAX,

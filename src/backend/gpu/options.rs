@@ -39,9 +39,6 @@ pub struct GpuOptions {
     /// decode attention is not bound by the bytes it reads (benches/results/
     /// h100-2026-12-06-run33). Attention's sums stay f32 either way.
     pub f16_kv_cache: bool,
-    /// Column slices of each prefill GEMM on cooperative matrices (split K, the slices' sums
-    /// added by one more pass).
-    pub gemm_split_k: GemmSplit,
     /// Q6_K super-blocks stored on the device 212 bytes apart instead of the file's 210 (two
     /// bytes of padding after each), so that every field of a block sits on a whole word and
     /// the Q6_K kernels read each word with one load instead of two: 1% more Q6_K bytes, decode
@@ -66,35 +63,8 @@ impl Default for GpuOptions {
             subgroups: true,
             per_head_attention: false,
             f16_kv_cache: false,
-            gemm_split_k: GemmSplit::Slices(1),
             q6_k_aligned: true,
             left_out: Vec::new(),
-        }
-    }
-}
-
-/// How many column slices a prefill GEMM on cooperative matrices is split into.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GemmSplit {
-    /// Chosen by the GEMM's size, so that one of few output tiles still keeps every
-    /// multiprocessor busy.
-    Auto,
-    /// This many (at least 1; 1 never splits).
-    Slices(usize),
-}
-
-impl std::str::FromStr for GemmSplit {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<GemmSplit, String> {
-        match text {
-            "auto" => Ok(GemmSplit::Auto),
-            _ => match text.parse::<usize>() {
-                Ok(n) if n >= 1 => Ok(GemmSplit::Slices(n)),
-                _ => Err(format!(
-                    "`{text}` is neither `auto` nor a count of at least 1"
-                )),
-            },
         }
     }
 }
