@@ -135,8 +135,8 @@ impl Numerics {
     /// The bound as a share: atol = share × the reference's RMS, rtol = share. Measured on
     /// lavapipe (worst |Δ| / RMS): F32 1.6e-6, F32Sums 1.2e-5, IntegerGemv 5.8e-4, a Q4_K
     /// forward 3.2e-3; F16Gemm from its rounding (~2e-3 at 4.5σ over the tests' sizes);
-    /// F16DeltaRule on an H100 (its kernel takes 16×16 blocks, which lavapipe lacks): outputs
-    /// 4.9e-3, state 3.4e-3 over chunked_delta_rule_against_reference_at_awkward_sizes, its bound the
+    /// F16DeltaRule on an H100: outputs 4.9e-3, state 3.4e-3 over
+    /// chunked_delta_rule_against_reference_at_awkward_sizes, its bound the
     /// LossyForward one, as the other delta-rule tests' shapes and decays were not measured apart;
     /// F16KvCache 1.4e-3 of RMS + |want| on lavapipe over the attention tests (decode and the
     /// f32 prefill over f16 caches), about three f16 roundings of the cached values (2⁻¹¹ each).
@@ -1083,6 +1083,11 @@ fn prefill_delta_rule_gpus(test: &str) -> Vec<(&'static str, &'static Wgpu)> {
     if cooperative.delta_rule_in_f16() {
         devices.push(("chunked cooperative", cooperative));
     } else {
+        assert!(
+            !cooperative_required(),
+            "QWEN35_REQUIRE_COOPERATIVE=1 but {} has no cooperative delta rule",
+            gpu.adapter_description()
+        );
         let _ = writeln!(
             std::io::stderr(),
             "SKIP: {test} by chunks on cooperative matrices: {} has none",

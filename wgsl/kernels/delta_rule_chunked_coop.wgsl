@@ -5,19 +5,19 @@
 //   V' = [−W | T']·[S; V]                         (C × COLS)
 //   O  = [e^γ ⊙ Q | A]·[S; V']                    (rows past the end are not written)
 //   S  ← e^{γ_last}·S + ((e^{γ_last − γ}) ⊙ K)ᵀ·V'   (KEYS × COLS, depth C)
-// so that each of the 8 subgroups (of 32 invocations: the backend builds this kernel only with
-// 16 × 16 blocks and subgroups of that size) takes one 16-row block of the output over half of
-// the depth, the two halves summed through workgroup memory; in the state update each subgroup
-// owns 16 key rows of S. The left operands are staged as f16 in workgroup memory by the whole workgroup, row by row,
+// so that each subgroup takes one BLOCK × BLOCK block of the output over half of the depth, the
+// two halves summed through workgroup memory, and in the state update one BLOCK × BLOCK block of
+// S (the host gives BLOCK and SUBGROUP_SIZE: 8 subgroups of 32 with 16 × 16 blocks on tensor
+// cores, 32 of 8 with 8 × 8 blocks on lavapipe). The left operands are staged as f16 in workgroup memory by the whole workgroup, row by row,
 // so that their loads from the factors and from q and k are coalesced.
 
 const KEYS: u32 = 128u;
 const SUBGROUPS: u32 = THREADS / SUBGROUP_SIZE;
-// One 16-row block of S per subgroup; the C × COLS products in SUBGROUPS / 2 blocks of rows,
-// each one block wide.
-const_assert KEYS == SUBGROUPS * BLOCK;
-const_assert COLS == BLOCK;
-const_assert CHUNK == SUBGROUPS / 2u * BLOCK;
+// A C × COLS product's blocks, each taken by two subgroups (one per half of the depth); the
+// blocks of S, one per subgroup.
+const PRODUCT_BLOCKS: u32 = (CHUNK / BLOCK) * (COLS / BLOCK);
+const_assert SUBGROUPS == 2u * PRODUCT_BLOCKS;
+const_assert SUBGROUPS == (KEYS / BLOCK) * (COLS / BLOCK);
 const DEPTH: u32 = KEYS + CHUNK;
 const HALF_STEPS: u32 = DEPTH / BLOCK / 2u;
 // Eight halves of padding keep every row 16-byte aligned, as cooperative loads require.
@@ -33,16 +33,18 @@ var<workgroup> partial: array<f32, SUBGROUPS * BLOCK * BLOCK>;
 var<workgroup> head: array<f32, CHUNK>;
 var<workgroup> tail: array<f32, CHUNK>;
 
-// This subgroup's block of lhs·rhs: rows 16·(sg_id mod 4).., over depth half sg_id / 4, into
-// its block of `partial`.
+// This subgroup's block of lhs·rhs: block sg_id mod PRODUCT_BLOCKS (row blocks first), over
+// depth half sg_id / PRODUCT_BLOCKS, into its block of `partial`.
 fn multiply_half(sg_id: u32) {
-    let a_at = (sg_id % (SUBGROUPS / 2u)) * BLOCK * LHS_STRIDE;
-    let first_step = (sg_id / (SUBGROUPS / 2u)) * HALF_STEPS;
+    let product_block = sg_id % PRODUCT_BLOCKS;
+    let a_at = (product_block % (CHUNK / BLOCK)) * BLOCK * LHS_STRIDE;
+    let b_col = (product_block / (CHUNK / BLOCK)) * BLOCK;
+    let first_step = (sg_id / PRODUCT_BLOCKS) * HALF_STEPS;
     var acc = BlockC();
     for (var step = 0u; step < HALF_STEPS; step++) {
         let depth = (first_step + step) * BLOCK;
         let a = coopLoadT<BlockA>(&lhs[a_at + depth], LHS_STRIDE);
-        let b = coopLoadT<BlockB>(&rhs[depth * COLS], COLS);
+        let b = coopLoadT<BlockB>(&rhs[depth * COLS + b_col], COLS);
         acc = coopMultiplyAdd(a, b, acc);
     }
     coopStoreT(acc, &partial[sg_id * BLOCK * BLOCK], BLOCK);
@@ -50,8 +52,9 @@ fn multiply_half(sg_id: u32) {
 
 // Row t, column j of the product that multiply_half left in `partial`.
 fn product_at(t: u32, j: u32) -> f32 {
-    let at = (t / BLOCK) * BLOCK * BLOCK + (t % BLOCK) * BLOCK + j;
-    return partial[at] + partial[at + SUBGROUPS / 2u * BLOCK * BLOCK];
+    let product_block = t / BLOCK + (j / BLOCK) * (CHUNK / BLOCK);
+    let at = product_block * BLOCK * BLOCK + (t % BLOCK) * BLOCK + j % BLOCK;
+    return partial[at] + partial[at + PRODUCT_BLOCKS * BLOCK * BLOCK];
 }
 
 @compute @workgroup_size(THREADS)
@@ -148,15 +151,15 @@ fn main(
         }
         workgroupBarrier();
 
-        // Key rows 16·sg_id.. of S; A = the weighted keys transposed (column-major in lhs).
-        let s_at = sg_id * BLOCK * COLS;
+        // Block sg_id of S (key row blocks first); A = the weighted keys transposed
+        // (column-major in lhs).
+        let key_row = (sg_id % (KEYS / BLOCK)) * BLOCK;
+        let col = (sg_id / (KEYS / BLOCK)) * BLOCK;
+        let s_at = key_row * COLS + col;
         var acc = coopLoadT<BlockC>(&s[s_at], COLS);
         for (var step = 0u; step < CHUNK / BLOCK; step++) {
-            let a = coopLoad<BlockA>(
-                &lhs[step * BLOCK * LHS_STRIDE + sg_id * BLOCK],
-                LHS_STRIDE,
-            );
-            let b = coopLoadT<BlockB>(&rhs[(KEYS + step * BLOCK) * COLS], COLS);
+            let a = coopLoad<BlockA>(&lhs[step * BLOCK * LHS_STRIDE + key_row], LHS_STRIDE);
+            let b = coopLoadT<BlockB>(&rhs[(KEYS + step * BLOCK) * COLS + col], COLS);
             acc = coopMultiplyAdd(a, b, acc);
         }
         coopStoreT(acc, &s[s_at], COLS);

@@ -674,12 +674,6 @@ impl Kernel {
         )
     }
 
-    /// Whether this kernel is laid out for cooperative blocks of `shape` (the chunked delta
-    /// rule's blocks are as wide as its state columns, 16).
-    pub fn takes_shape(self, shape: CooperativeShape) -> bool {
-        self != Kernel::DeltaRuleChunkedCoop || shape == CooperativeShape::TENSOR_CORES
-    }
-
     /// The kernel's WGSL, specialized by `constants`.
     pub fn source(self, constants: SourceConstants) -> String {
         let mut source = String::new();
@@ -774,10 +768,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
     for kernel in Kernel::all() {
         let files = |subgroups: bool| kernel.files(subgroups).iter().map(|f| f.name).collect();
         if kernel.has_cooperative_blocks() {
-            for shape in CooperativeShape::ALL
-                .into_iter()
-                .filter(|&s| kernel.takes_shape(s))
-            {
+            for shape in CooperativeShape::ALL {
                 sources.push(KernelSource {
                     name: format!("{} ({b}×{b} blocks)", kernel.name(), b = shape.block),
                     files: files(true),
@@ -909,13 +900,7 @@ impl Pipelines {
             gemv_part,
             q6_k_block_bytes: self.q6_k_block_bytes,
             cooperative: match self.cooperative {
-                Some(shape) if kernel.takes_shape(shape) => shape,
-                Some(shape) => {
-                    return Err(GpuError::Kernel {
-                        kernel: name,
-                        reason: format!("not laid out for {0}×{0} blocks", shape.block),
-                    })
-                }
+                Some(shape) => shape,
                 None if kernel.has_cooperative_blocks() => {
                     return Err(GpuError::Kernel {
                         kernel: name,
