@@ -476,8 +476,8 @@ impl Kernel {
     }
 
     /// Whether this kernel belongs to the GEMM, the attention or the delta rule on cooperative
-    /// matrices, built
-    /// only where the device has them, f16 and subgroups of 32 invocations.
+    /// matrices, built only where the device has them, f16 and subgroups of a size a
+    /// [`CooperativeShape`] takes.
     pub fn needs_cooperative_matrix(self) -> bool {
         self.is_cooperative_attention()
             || matches!(
