@@ -2,9 +2,9 @@
 // scratch matrices of half_activations.wgsl (x) and half_weights.wgsl (a chunk of weight rows):
 // y[t, out_offset + r] = Σ_c W[r, c]·x[t, c]. Both are padded with zeros to whole tiles, so
 // tiles are copied without bounds checks: 128 tokens × 128 weight rows per workgroup, DEPTH
-// columns a step, through workgroup memory. Each subgroup owns 2 × 4 blocks of BLOCK × BLOCK of the output tile
-// (2·BLOCK tokens × 4·BLOCK rows) with f32 accumulators, and the workgroup has as many
-// subgroups as cover the tile (the host gives BLOCK and SUBGROUP_SIZE: 8 subgroups of 32 with
+// columns a step, through workgroup memory. Each subgroup owns 2 × 4 blocks of BLOCK × BLOCK
+// of the output tile (2·BLOCK tokens × 4·BLOCK rows) with f32 accumulators, and the workgroup
+// has as many subgroups as cover the tile (the host gives BLOCK and SUBGROUP_SIZE: 8 subgroups of 32 with
 // 16 × 16 blocks on tensor cores, 32 of 8 with 8 × 8 blocks on lavapipe):
 //   A = x block (tokens × depth, row-major in x_tile),
 //   B = Wᵀ block (depth × rows: the rows of w_tile read column-major),

@@ -1,5 +1,6 @@
-// Q6_K: super-blocks of 256 elements in 210 bytes (Q6_K_BLOCK_BYTES apart: see q6_k_span.wgsl): 128 bytes of low nibbles, 64 bytes of high
-// bit pairs, 16 signed 8-bit scales, f16 d. Each 128-element half n uses ql[64n..], qh[32n..]
+// Q6_K: super-blocks of 256 elements in 210 bytes (Q6_K_BLOCK_BYTES apart: see
+// q6_k_span.wgsl): 128 bytes of low nibbles, 64 bytes of high bit pairs, 16 signed 8-bit
+// scales, f16 d. Each 128-element half n uses ql[64n..], qh[32n..]
 // and scales[8n..]; its four 32-element parts p take the low (p < 2) or high nibble of
 // ql[l + 32·(p % 2)] and bits 2p..2p+2 of qh[l]; x = d·scale·(q − 32).
 const UNIT: u32 = 32u;

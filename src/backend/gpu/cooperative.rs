@@ -164,8 +164,8 @@ impl Wgpu {
         &self,
         x: &GpuTensor,
         w: &GpuWeight,
-        y: &GpuTensor,
-    ) -> Result<(), GpuError> {
+    ) -> Result<GpuTensor, GpuError> {
+        let out = self.output(x.rows, w.rows)?;
         let (x16_rows, x16_cols) = half_activation_dims(x);
         let row_bytes = (x16_cols * 2) as u64;
         let chunk_rows = (MAX_SCRATCH_BYTES.min(self.binding_limit) / row_bytes) as usize / TILE;
@@ -190,7 +190,7 @@ impl Wgpu {
                             tiles as u32,
                             0,
                         ],
-                        &[&x16.buffer, &w16.words.buffer, &y.buffer],
+                        &[&x16.buffer, &w16.words.buffer, &out.buffer],
                         tiles,
                         ((x16_rows + w16.rows) * x16_cols * 2) as u64,
                     )?;
@@ -200,7 +200,8 @@ impl Wgpu {
         };
         let key = (x.buffer.clone(), x.dims());
         let convert = || self.half_activations(x).map(|x16| x16.words);
-        self.reuse(&self.last_half, key, convert, multiply)
+        self.reuse(&self.last_half, key, convert, multiply)?;
+        Ok(out)
     }
 
     /// x as f16, padded with zeros to whole tiles of tokens and columns
@@ -297,9 +298,8 @@ impl Wgpu {
     }
 
     /// Runs one GEMM on both kernels, at sizes that cross tile edges and weight parts, and
-    /// tells whether the cooperative result agrees with the f32 one (logging the outcome), also
-    /// when split into uneven column slices and added to what y holds. A device error on the
-    /// way also means no.
+    /// tells whether the cooperative result agrees with the f32 one (logging the outcome). A
+    /// device error on the way also means no.
     pub(super) fn cooperative_gemm_agrees(&self) -> bool {
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let agreement = self.cooperative_gemm_agreement();
@@ -347,11 +347,12 @@ impl Wgpu {
             70,
         )?;
         let x = self.upload(tokens, cols, &x)?;
-        let plain = self.read_rows(&self.gemm(&x, &weight)?, 0, tokens)?;
-        let cooperative = self.output(tokens, rows)?;
-        self.gemm_cooperative(&x, &weight, &cooperative)?;
-        let cooperative = self.read_rows(&cooperative, 0, tokens)?;
-        Ok(crate::compare::cosine(&cooperative, &plain))
+        let plain = self.gemm(&x, &weight)?;
+        let cooperative = self.gemm_cooperative(&x, &weight)?;
+        Ok(crate::compare::cosine(
+            &self.read_rows(&cooperative, 0, tokens)?,
+            &self.read_rows(&plain, 0, tokens)?,
+        ))
     }
 }
 

@@ -162,11 +162,10 @@ enum BlockLayout {
 impl BlockLayout {
     /// The layout of `ty` where the kernels read Q6_K blocks `q6_k_block_bytes` apart.
     fn of(ty: GgmlType, q6_k_block_bytes: usize) -> BlockLayout {
-        let device = q6_k_block_bytes;
         match ty {
-            GgmlType::Q6_K if device != ty.block_bytes() => BlockLayout::Padded {
+            GgmlType::Q6_K if q6_k_block_bytes != ty.block_bytes() => BlockLayout::Padded {
                 file: ty.block_bytes(),
-                device,
+                device: q6_k_block_bytes,
             },
             _ => BlockLayout::File,
         }

@@ -9,12 +9,11 @@ impl Wgpu {
     pub fn matmul(&self, x: &GpuTensor, w: &GpuWeight) -> Result<GpuTensor, GpuError> {
         check_matmul(x, w)?;
         if x.rows >= GEMM_MIN_ROWS {
-            if !self.cooperative_matrix {
-                return self.gemm(x, w);
-            }
-            let out = self.output(x.rows, w.rows)?;
-            self.gemm_cooperative(x, w, &out)?;
-            return Ok(out);
+            return if self.cooperative_matrix {
+                self.gemm_cooperative(x, w)
+            } else {
+                self.gemm(x, w)
+            };
         }
         let out = self.output(x.rows, w.rows)?;
         self.gemv(GemvInput::Plain(x), w, &out, false)?;
