@@ -81,6 +81,13 @@ gpu_with! {
     }
 }
 
+gpu_with! {
+    /// The GPU keeping each weight's f16 copy for the prefill GEMM (`--keep-f16-weights`).
+    f16_weights_gpu {
+        keep_f16_weights: true,
+    }
+}
+
 /// xorshift64*: reproducible inputs without a dependency.
 struct Rng(u64);
 
@@ -1663,6 +1670,7 @@ fn projections_recompute_after_their_input_changes() {
 /// whole and (on cooperative matrices) split into column slices.
 #[test]
 fn gemm_against_reference_for_every_format() {
+    use qwen35::backend::Backend;
     let Some(gpu) = gpu() else { return };
     let mut rng = Rng::new(13);
     let (rows, tokens) = (131, 70);
@@ -1701,6 +1709,7 @@ fn gemm_against_reference_for_every_format() {
             for (device, variant) in [
                 (gpu, "whole"),
                 (file_layout_q6_k_gpu(), "with Q6_K blocks as in the file"),
+                (f16_weights_gpu(), "keeping the weight's f16 copies"),
             ] {
                 assert!(
                     !cooperative_required() || device.gemm_in_f16(),
@@ -1722,13 +1731,26 @@ fn gemm_against_reference_for_every_format() {
                     Numerics::gemm(device),
                 );
                 let sum = device.upload(tokens, rows, &acc).unwrap();
+                Backend::take_stats(device);
                 device.matmul_add(&xt, &weight, &sum).unwrap();
+                let dispatches = Backend::take_stats(device).dispatches;
                 assert_close(
                     &format!("{what}, added"),
                     &read_all(device, &sum),
                     &want_added,
                     Numerics::gemm(device),
                 );
+                // The second GEMM of the weight: one dispatch per part (two), plus the add,
+                // where its f16 copies are kept; another decoding a part's rows per part else.
+                if device.gemm_in_f16() {
+                    let kept = std::ptr::eq(device, f16_weights_gpu());
+                    let decodes = if kept { 0 } else { weight.parts() as u64 };
+                    assert_eq!(
+                        dispatches,
+                        weight.parts() as u64 + decodes + 1,
+                        "{what}: dispatches of the second GEMM"
+                    );
+                }
             }
         }
     }

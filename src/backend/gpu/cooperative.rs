@@ -9,8 +9,11 @@
 //! neighbouring blocks together; decoding inside the GEMM's tiles instead would have each lane of
 //! a subgroup read a different row, one byte at a time, and starve the tensor cores.
 
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
 use super::kernels::{CooperativeShape, Kernel, Pipelines};
-use super::memory::WeightPart;
+use super::memory::{HalfMatrix, WeightPart};
 use super::ops::{f32_bytes, WG};
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::quant::GgmlType;
@@ -149,13 +152,6 @@ fn half_activation_dims(x: &GpuTensor) -> (usize, usize) {
     )
 }
 
-/// An f16 matrix of `rows` × `cols` (both padded) in a pooled buffer, two halves a word.
-struct HalfMatrix {
-    rows: usize,
-    cols: usize,
-    words: GpuTensor,
-}
-
 impl Wgpu {
     /// `y = x · Wᵀ` on cooperative matrices: x to f16 once (and reused by the next GEMM of the
     /// same x), then for each chunk of weight rows (within a part) one dispatch decoding it to
@@ -172,10 +168,10 @@ impl Wgpu {
         let chunk_rows = chunk_rows.max(1) * TILE;
         let token_tiles = x16_rows / TILE;
         let multiply = |x16: &GpuTensor| {
-            for part in &w.parts {
+            for (index, part) in w.parts.iter().enumerate() {
                 for first in (0..part.rows).step_by(chunk_rows) {
                     let rows = chunk_rows.min(part.rows - first);
-                    let w16 = self.half_weights(w, part, first, rows)?;
+                    let w16 = self.weight_halves(w, index, first, rows)?;
                     let row_tiles = w16.rows / TILE;
                     let tiles = row_tiles * token_tiles;
                     self.record(
@@ -218,6 +214,48 @@ impl Wgpu {
             f32_bytes(&[x]),
         )?;
         Ok(HalfMatrix { rows, cols, words })
+    }
+
+    /// Rows `first..first + rows` of part `index` of a weight in f16 for the GEMM: the weight's
+    /// kept copy where copies are kept (decoded now if this is the chunk's first GEMM), else
+    /// decoded into scratch for this GEMM alone.
+    fn weight_halves(
+        &self,
+        w: &GpuWeight,
+        index: usize,
+        first: usize,
+        rows: usize,
+    ) -> Result<Arc<HalfMatrix>, GpuError> {
+        let part = &w.parts[index];
+        if !self.keep_f16_weights.load(Ordering::Relaxed) {
+            return self.half_weights(w, part, first, rows).map(Arc::new);
+        }
+        let mut copies = w
+            .f16_copies
+            .0
+            .lock()
+            .map_err(|_| GpuError::Device("a thread panicked while recording".into()))?;
+        if let Some(copy) = copies.get(&(index, first)) {
+            return Ok(Arc::clone(copy));
+        }
+        match self.half_weights(w, part, first, rows) {
+            Ok(copy) => {
+                let copy = Arc::new(copy);
+                copies.insert((index, first), Arc::clone(&copy));
+                Ok(copy)
+            }
+            Err(GpuError::OutOfMemory { needed, .. }) => {
+                log::warn!(
+                    "wgpu: no memory for more f16 weight copies ({needed} bytes for {}): the \
+                     weights not yet copied are decoded in every prefill",
+                    w.name
+                );
+                self.keep_f16_weights.store(false, Ordering::Relaxed);
+                drop(copies);
+                self.weight_halves(w, index, first, rows)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Rows `first..first + rows` of a weight part decoded to f16, padded with zeros to whole

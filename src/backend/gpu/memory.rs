@@ -1,5 +1,5 @@
-//! Device memory: activation tensors (f32, or KV caches in f16) and weights kept in their file
-//! format.
+//! Device memory: activation tensors (f32, or KV caches in f16), weights kept in their file
+//! format and, for the prefill GEMM, their f16 copies.
 //!
 //! Activation buffers are recycled: a dropped tensor's buffer goes back to a pool by size class
 //! and the next op output of that class takes it. A forward then records the same buffers every
@@ -145,7 +145,23 @@ pub struct GpuWeight {
     pub(crate) cols: usize,
     pub(crate) row_bytes: usize,
     pub(crate) parts: Vec<WeightPart>,
+    /// Its f16 copies for the cooperative GEMM, where they are kept
+    /// ([`super::GpuOptions::keep_f16_weights`]).
+    pub(crate) f16_copies: HalfWeightCopies,
 }
+
+/// An f16 matrix of `rows` × `cols` (both padded) in a pooled buffer, two halves a word.
+#[derive(Debug)]
+pub(super) struct HalfMatrix {
+    pub rows: usize,
+    pub cols: usize,
+    pub words: GpuTensor,
+}
+
+/// A weight's f16 copies kept for the cooperative GEMM ([`super::GpuOptions::keep_f16_weights`]),
+/// one per chunk of rows the GEMM takes, by (part, first row of the chunk in the part).
+#[derive(Debug, Default)]
+pub(crate) struct HalfWeightCopies(pub(super) Mutex<HashMap<(usize, usize), Arc<HalfMatrix>>>);
 
 /// Bytes staged at a time while padding a weight's blocks on upload.
 const PADDING_STAGING_BYTES: usize = 16 << 20;
@@ -522,6 +538,7 @@ impl Wgpu {
             cols,
             row_bytes: device_row_bytes,
             parts,
+            f16_copies: Default::default(),
         })
     }
 

@@ -78,6 +78,9 @@ pub struct Wgpu {
     /// The f16 copy of the last cooperative GEMM's input, reused by the next GEMM of the same
     /// input (a layer's projections of one normed input).
     last_half: Mutex<Option<ops::LastHalf>>,
+    /// Whether GEMMs keep their weights' f16 copies ([`GpuOptions::keep_f16_weights`]); turned
+    /// off when an allocation for one fails.
+    keep_f16_weights: std::sync::atomic::AtomicBool,
     /// Decode attention by query head ([`GpuOptions::per_head_attention`]).
     per_head_attention: bool,
     /// KV caches in f16 ([`GpuOptions::f16_kv_cache`]).
@@ -315,6 +318,7 @@ impl Wgpu {
             integer_gemv: options.integer_gemv,
             last_quantized: Mutex::new(None),
             last_half: Mutex::new(None),
+            keep_f16_weights: options.keep_f16_weights.into(),
             per_head_attention: options.per_head_attention,
             f16_kv_cache: options.f16_kv_cache,
             left_out: options.left_out.clone(),
