@@ -88,14 +88,6 @@ gpu_with! {
     }
 }
 
-gpu_with! {
-    /// The GPU whose cooperative GEMM loads its blocks straight from memory
-    /// (`--gemm-direct-loads`).
-    direct_gemm_gpu {
-        gemm_direct_loads: true,
-    }
-}
-
 /// xorshift64*: reproducible inputs without a dependency.
 struct Rng(u64);
 
@@ -1718,7 +1710,6 @@ fn gemm_against_reference_for_every_format() {
                 (gpu, "whole"),
                 (file_layout_q6_k_gpu(), "with Q6_K blocks as in the file"),
                 (f16_weights_gpu(), "keeping the weight's f16 copies"),
-                (direct_gemm_gpu(), "with blocks loaded straight from memory"),
             ] {
                 assert!(
                     !cooperative_required() || device.gemm_in_f16(),

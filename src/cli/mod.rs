@@ -148,10 +148,6 @@ pub struct GpuArgs {
     /// bytes of GPU memory per weight (49 GB more for a 27B model).
     #[arg(long)]
     pub keep_f16_weights: bool,
-    /// The prefill GEMM's tensor-core blocks loaded straight from memory instead of through
-    /// workgroup tiles (to compare).
-    #[arg(long)]
-    pub gemm_direct_loads: bool,
 }
 
 /// The bundled default model, found where this program was built from.
@@ -181,7 +177,6 @@ impl GpuArgs {
             f16_kv_cache: self.f16_kv_cache,
             q6_k_aligned: !self.q6_k_file_layout,
             keep_f16_weights: self.keep_f16_weights,
-            gemm_direct_loads: self.gemm_direct_loads,
             ..GpuOptions::default()
         }
     }

@@ -1,22 +1,42 @@
 // GEMM on cooperative matrices (tensor cores) for many tokens at once (prefill), over the f16
 // scratch matrices of half_activations.wgsl (x) and half_weights.wgsl (a chunk of weight rows):
 // y[t, out_offset + r] = Σ_c W[r, c]·x[t, c]. Both are padded with zeros to whole tiles, so
-// tiles are copied without bounds checks: the tile of gemm_coop_tile.wgsl per workgroup, DEPTH
-// columns a step, through workgroup memory, each subgroup's 2 × 4 blocks in f32 accumulators
-// (the host gives BLOCK and SUBGROUP_SIZE: 8 subgroups of 32 with 16 × 16 blocks on tensor
-// cores, 32 of 8 with 8 × 8 blocks on lavapipe):
+// tiles are copied without bounds checks: 128 tokens × 128 weight rows per workgroup, DEPTH
+// columns a step, through workgroup memory. Each subgroup owns 2 × 4 blocks of BLOCK × BLOCK
+// of the output tile (2·BLOCK tokens × 4·BLOCK rows) with f32 accumulators, and the workgroup
+// has as many subgroups as cover the tile (the host gives BLOCK and SUBGROUP_SIZE: 8 subgroups of 32 with
+// 16 × 16 blocks on tensor cores, 32 of 8 with 8 × 8 blocks on lavapipe):
 //   A = x block (tokens × depth, row-major in x_tile),
 //   B = Wᵀ block (depth × rows: the rows of w_tile read column-major),
 //   C += A·B.
 // The next step's columns are fetched into registers before the current step's products, so
 // that their latency hides behind the tensor cores. A subgroup of 32 fetches and stores one whole
 // tile row at a time (a word, two halves, a lane), which keeps the workgroup-memory stores free of
-// bank conflicts.
+// bank conflicts. Results go out through a per-subgroup staging block, so that edge tiles write
+// only what exists.
 
+struct Params {
+    rows: u32,
+    tokens: u32,
+    padded_cols: u32,
+    out_cols: u32,
+    out_offset: u32,
+    row_tiles: u32,
+    tiles: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> x16: array<u32>;
 @group(0) @binding(2) var<storage, read> w16: array<u32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
+const TILE: u32 = 128u;
 const DEPTH: u32 = 64u;
+const SUBGROUP_TOKENS: u32 = 2u * BLOCK;
+const SUBGROUP_ROWS: u32 = 4u * BLOCK;
+const SUBGROUPS: u32 = (TILE / SUBGROUP_TOKENS) * (TILE / SUBGROUP_ROWS);
+const THREADS: u32 = SUBGROUPS * SUBGROUP_SIZE;
 // Eight halves of padding keep every tile row 16-byte aligned, as cooperative loads require, and
 // put consecutive rows four banks apart.
 const TILE_STRIDE: u32 = DEPTH + 8u;
@@ -27,6 +47,7 @@ const_assert FETCHES * THREADS == TILE * ROW_WORDS;
 
 var<workgroup> x_tile: array<f16, TILE * TILE_STRIDE>;
 var<workgroup> w_tile: array<f16, TILE * TILE_STRIDE>;
+var<workgroup> staging: array<f32, SUBGROUPS * BLOCK * BLOCK>;
 var<private> x_fetched: array<u32, FETCHES>;
 var<private> w_fetched: array<u32, FETCHES>;
 
@@ -54,6 +75,22 @@ fn store_fetched(lid: u32) {
         w_tile[at] = ws.x;
         w_tile[at + 1u] = ws.y;
     }
+}
+
+// Writes the subgroup's staged block (token, row: its first token and weight row) where it
+// exists. Every invocation of the workgroup calls this together.
+fn write_staged(token: u32, row: u32, live: bool, sg_id: u32, sg_lane: u32) {
+    workgroupBarrier();
+    let base = sg_id * BLOCK * BLOCK;
+    for (var e = sg_lane; e < BLOCK * BLOCK; e += SUBGROUP_SIZE) {
+        let t = token + e / BLOCK;
+        let r = row + e % BLOCK;
+        if (live && t < p.tokens && r < p.rows) {
+            y[t * p.out_cols + p.out_offset + r] = staging[base + e];
+        }
+    }
+    // The staging block is rewritten by the next call.
+    workgroupBarrier();
 }
 
 @compute @workgroup_size(THREADS)
@@ -117,6 +154,23 @@ fn main(
         }
         workgroupBarrier();
     }
-    write_blocks(first_token + token, first_row + row, live, sg_id, sg_lane,
-        c00, c01, c02, c03, c10, c11, c12, c13);
+    let mine = sg_id * BLOCK * BLOCK;
+    let t0 = first_token + token;
+    let r0 = first_row + row;
+    coopStoreT(c00, &staging[mine], BLOCK);
+    write_staged(t0, r0, live, sg_id, sg_lane);
+    coopStoreT(c01, &staging[mine], BLOCK);
+    write_staged(t0, r0 + BLOCK, live, sg_id, sg_lane);
+    coopStoreT(c02, &staging[mine], BLOCK);
+    write_staged(t0, r0 + 2u * BLOCK, live, sg_id, sg_lane);
+    coopStoreT(c03, &staging[mine], BLOCK);
+    write_staged(t0, r0 + 3u * BLOCK, live, sg_id, sg_lane);
+    coopStoreT(c10, &staging[mine], BLOCK);
+    write_staged(t0 + BLOCK, r0, live, sg_id, sg_lane);
+    coopStoreT(c11, &staging[mine], BLOCK);
+    write_staged(t0 + BLOCK, r0 + BLOCK, live, sg_id, sg_lane);
+    coopStoreT(c12, &staging[mine], BLOCK);
+    write_staged(t0 + BLOCK, r0 + 2u * BLOCK, live, sg_id, sg_lane);
+    coopStoreT(c13, &staging[mine], BLOCK);
+    write_staged(t0 + BLOCK, r0 + 3u * BLOCK, live, sg_id, sg_lane);
 }

@@ -175,7 +175,7 @@ impl Wgpu {
                     let row_tiles = w16.rows / TILE;
                     let tiles = row_tiles * token_tiles;
                     self.record(
-                        self.gemm_kernel,
+                        Kernel::GemmCoop,
                         &[
                             rows as u32,
                             x.rows as u32,

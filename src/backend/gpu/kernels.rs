@@ -59,7 +59,6 @@ const Q4_K_SPAN_FACTORS: SourceFile = wgsl!("lib/q4_k_span_factors");
 const Q6_K_SPAN: SourceFile = wgsl!("lib/q6_k_span");
 const NIBBLES: SourceFile = wgsl!("lib/nibbles");
 const GEMV_ROWS_DOT: SourceFile = wgsl!("lib/gemv_rows_dot");
-const GEMM_COOP_TILE: SourceFile = wgsl!("lib/gemm_coop_tile");
 const SOFTPLUS: SourceFile = wgsl!("lib/softplus");
 const ROPE_ANGLE: SourceFile = wgsl!("lib/rope_angle");
 const DELTA_RULE_CHUNKED_IO: SourceFile = wgsl!("lib/delta_rule_chunked_io");
@@ -302,9 +301,6 @@ pub enum Kernel {
     HalfActivations,
     /// Matmul for many rows of x on cooperative matrices (tensor cores), over f16 scratch.
     GemmCoop,
-    /// [`Kernel::GemmCoop`] loading its blocks straight from the f16 scratch, without
-    /// workgroup tiles (to compare).
-    GemmCoopDirect,
     Embed(WeightFormat),
     Add,
     Swiglu,
@@ -393,7 +389,6 @@ impl Kernel {
         all.extend([
             Kernel::HalfActivations,
             Kernel::GemmCoop,
-            Kernel::GemmCoopDirect,
             Kernel::QuantizeActivations,
             Kernel::Add,
             Kernel::Swiglu,
@@ -447,7 +442,7 @@ impl Kernel {
             Kernel::Gemm(f) => format!("gemm {}", f.ggml_type().name()),
             Kernel::HalfWeights(f) => format!("gemm-coop f16 {}", f.ggml_type().name()),
             Kernel::HalfActivations => "gemm-coop f16 x".into(),
-            Kernel::GemmCoop | Kernel::GemmCoopDirect => "gemm-coop".into(),
+            Kernel::GemmCoop => "gemm-coop".into(),
             Kernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
             Kernel::Add => "add".into(),
             Kernel::Swiglu => "swiglu".into(),
@@ -488,7 +483,6 @@ impl Kernel {
             || matches!(
                 self,
                 Kernel::GemmCoop
-                    | Kernel::GemmCoopDirect
                     | Kernel::HalfActivations
                     | Kernel::HalfWeights(_)
                     | Kernel::DeltaRuleChunkedCoop
@@ -566,10 +560,7 @@ impl Kernel {
                 files.extend(format.half_weights());
             }
             Kernel::HalfActivations => files.push(wgsl!("kernels/half_activations")),
-            Kernel::GemmCoop => files.extend([GEMM_COOP_TILE, wgsl!("kernels/gemm_coop")]),
-            Kernel::GemmCoopDirect => {
-                files.extend([GEMM_COOP_TILE, wgsl!("kernels/gemm_coop_direct")]);
-            }
+            Kernel::GemmCoop => files.push(wgsl!("kernels/gemm_coop")),
             Kernel::Embed(format) => {
                 files.extend(format.decoder());
                 files.push(wgsl!("kernels/embed"));
@@ -679,10 +670,7 @@ impl Kernel {
     pub fn has_cooperative_blocks(self) -> bool {
         matches!(
             self,
-            Kernel::GemmCoop
-                | Kernel::GemmCoopDirect
-                | Kernel::DeltaRuleChunkedCoop
-                | Kernel::AttentionPrefillCoop
+            Kernel::GemmCoop | Kernel::DeltaRuleChunkedCoop | Kernel::AttentionPrefillCoop
         )
     }
 

@@ -81,8 +81,6 @@ pub struct Wgpu {
     /// Whether GEMMs keep their weights' f16 copies ([`GpuOptions::keep_f16_weights`]); turned
     /// off when an allocation for one fails.
     keep_f16_weights: std::sync::atomic::AtomicBool,
-    /// The cooperative GEMM's kernel ([`GpuOptions::gemm_direct_loads`]).
-    gemm_kernel: Kernel,
     /// Decode attention by query head ([`GpuOptions::per_head_attention`]).
     per_head_attention: bool,
     /// KV caches in f16 ([`GpuOptions::f16_kv_cache`]).
@@ -321,11 +319,6 @@ impl Wgpu {
             last_quantized: Mutex::new(None),
             last_half: Mutex::new(None),
             keep_f16_weights: options.keep_f16_weights.into(),
-            gemm_kernel: if options.gemm_direct_loads {
-                Kernel::GemmCoopDirect
-            } else {
-                Kernel::GemmCoop
-            },
             per_head_attention: options.per_head_attention,
             f16_kv_cache: options.f16_kv_cache,
             left_out: options.left_out.clone(),

@@ -51,9 +51,6 @@ pub struct GpuOptions {
     /// without the decoding passes. Off by default for that memory; where an allocation for a
     /// copy fails, the weights not yet copied are decoded per prefill as without it.
     pub keep_f16_weights: bool,
-    /// The cooperative GEMM's subgroups load their blocks straight from the f16 matrices instead
-    /// of through workgroup tiles (gemm_coop_direct.wgsl; to compare).
-    pub gemm_direct_loads: bool,
     /// Op classes (as the profile names them, e.g. "matmul q6_K") whose dispatches are not
     /// recorded: a diagnostic that prices a class by its absence; the results are wrong.
     pub left_out: Vec<String>,
@@ -74,7 +71,6 @@ impl Default for GpuOptions {
             f16_kv_cache: false,
             q6_k_aligned: true,
             keep_f16_weights: false,
-            gemm_direct_loads: false,
             left_out: Vec::new(),
         }
     }
