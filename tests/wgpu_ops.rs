@@ -82,9 +82,16 @@ gpu_with! {
 }
 
 gpu_with! {
-    /// The GPU keeping each weight's f16 copy for the prefill GEMM (`--keep-f16-weights`).
+    /// The GPU keeping every weight's f16 copies for the prefill GEMM (`--f16-weight-copies`).
     f16_weights_gpu {
-        keep_f16_weights: true,
+        f16_weight_copies: u64::MAX,
+    }
+}
+
+gpu_with! {
+    /// The GPU with room for one f16 weight copy of 128 rows of 512 columns.
+    one_f16_copy_gpu {
+        f16_weight_copies: 128 * 512 * 2,
     }
 }
 
@@ -1753,6 +1760,50 @@ fn gemm_against_reference_for_every_format() {
                 }
             }
         }
+    }
+}
+
+/// A weight of two parts whose f16 copies only one fits the budget for: its GEMMs keep that
+/// part's copy and decode the other's rows every time, and both give the reference's products.
+#[test]
+fn f16_weight_copies_stay_within_their_budget() {
+    use qwen35::backend::Backend;
+    let Some(gpu) = gpu() else { return };
+    if !gpu.gemm_in_f16() {
+        assert!(!cooperative_required(), "no cooperative GEMM on {}", gpu.adapter_description());
+        return;
+    }
+    let device = one_f16_copy_gpu();
+    let mut rng = Rng::new(29);
+    let (rows, cols, tokens) = (200, 512, 9);
+    let bytes = random_blocks(&mut rng, GgmlType::Q4_K, rows * cols);
+    let row_bytes = bytes.len() / rows;
+    let weight = device
+        .upload_weight_in_parts("w", GgmlType::Q4_K, rows, cols, &bytes, 100)
+        .unwrap();
+    let x = rng.vec(tokens * cols);
+    let want: Vec<f32> = x
+        .chunks_exact(cols)
+        .flat_map(|xr| {
+            bytes
+                .chunks_exact(row_bytes)
+                .map(|row| qwen35::quant::dot_row(GgmlType::Q4_K, row, xr).unwrap())
+        })
+        .collect();
+    let xt = device.upload(tokens, cols, &x).unwrap();
+    // (round, decoding dispatches, x converted to f16: only once, later GEMMs of x reuse it)
+    for (round, decodes, conversions) in [(1, 2, 1), (2, 1, 0), (3, 1, 0)] {
+        Backend::take_stats(device);
+        let got = device.matmul(&xt, &weight).unwrap();
+        let dispatches = Backend::take_stats(device).dispatches;
+        assert_close(
+            &format!("GEMM {round} with one part's copy kept"),
+            &read_all(device, &got),
+            &want,
+            Numerics::gemm(device),
+        );
+        // A GEMM dispatch per part besides.
+        assert_eq!(dispatches, 2 + decodes + conversions, "GEMM {round}");
     }
 }
 

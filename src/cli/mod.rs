@@ -143,11 +143,12 @@ pub struct GpuArgs {
     /// words (212 bytes, so that the Q6_K kernels read whole words; to compare).
     #[arg(long)]
     pub q6_k_file_layout: bool,
-    /// Keep each weight's f16 copy for the prefill GEMM (tensor cores only) after the first
-    /// prefill instead of decoding it again in every prefill: faster prefills for about two
-    /// bytes of GPU memory per weight (49 GB more for a 27B model).
-    #[arg(long)]
-    pub keep_f16_weights: bool,
+    /// GPU memory for keeping the weights' f16 copies for the prefill GEMM (tensor cores only)
+    /// after the first prefill instead of decoding them again in every prefill: faster
+    /// prefills; a copy is about two bytes per weight (49 GB for all of a 27B model's). The rest
+    /// of the GPU's memory must still hold the model's activations and KV caches.
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    pub f16_weight_copies: u64,
 }
 
 /// The bundled default model, found where this program was built from.
@@ -176,7 +177,7 @@ impl GpuArgs {
             per_head_attention: self.per_head_attention,
             f16_kv_cache: self.f16_kv_cache,
             q6_k_aligned: !self.q6_k_file_layout,
-            keep_f16_weights: self.keep_f16_weights,
+            f16_weight_copies: self.f16_weight_copies,
             ..GpuOptions::default()
         }
     }

@@ -152,6 +152,12 @@ fn half_activation_dims(x: &GpuTensor) -> (usize, usize) {
     )
 }
 
+/// Rows and columns of the f16 copy of `rows` rows of `w`: whole tiles of rows and whole
+/// steps of columns.
+fn half_weight_dims(w: &GpuWeight, rows: usize) -> (usize, usize) {
+    (rows.next_multiple_of(TILE), w.cols.next_multiple_of(DEPTH))
+}
+
 impl Wgpu {
     /// `y = x · Wᵀ` on cooperative matrices: x to f16 once (and reused by the next GEMM of the
     /// same x), then for each chunk of weight rows (within a part) one dispatch decoding it to
@@ -217,8 +223,9 @@ impl Wgpu {
     }
 
     /// Rows `first..first + rows` of part `index` of a weight in f16 for the GEMM: the weight's
-    /// kept copy where copies are kept (decoded now if this is the chunk's first GEMM), else
-    /// decoded into scratch for this GEMM alone.
+    /// kept copy, decoded now if this is the chunk's first GEMM and the copies' budget
+    /// ([`super::GpuOptions::f16_weight_copies`]) holds it; else decoded into scratch for this
+    /// GEMM alone.
     fn weight_halves(
         &self,
         w: &GpuWeight,
@@ -227,9 +234,6 @@ impl Wgpu {
         rows: usize,
     ) -> Result<Arc<HalfMatrix>, GpuError> {
         let part = &w.parts[index];
-        if !self.keep_f16_weights.load(Ordering::Relaxed) {
-            return self.half_weights(w, part, first, rows).map(Arc::new);
-        }
         let mut copies = w
             .f16_copies
             .0
@@ -237,6 +241,17 @@ impl Wgpu {
             .map_err(|_| GpuError::Device("a thread panicked while recording".into()))?;
         if let Some(copy) = copies.get(&(index, first)) {
             return Ok(Arc::clone(copy));
+        }
+        let (padded_rows, cols) = half_weight_dims(w, rows);
+        let bytes = (padded_rows * cols * 2) as u64;
+        let budgeted = self
+            .f16_copies_left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                left.checked_sub(bytes)
+            })
+            .is_ok();
+        if !budgeted {
+            return self.half_weights(w, part, first, rows).map(Arc::new);
         }
         match self.half_weights(w, part, first, rows) {
             Ok(copy) => {
@@ -250,9 +265,8 @@ impl Wgpu {
                      weights not yet copied are decoded in every prefill",
                     w.name
                 );
-                self.keep_f16_weights.store(false, Ordering::Relaxed);
-                drop(copies);
-                self.weight_halves(w, index, first, rows)
+                self.f16_copies_left.store(0, Ordering::Relaxed);
+                self.half_weights(w, part, first, rows).map(Arc::new)
             }
             Err(e) => Err(e),
         }
@@ -267,7 +281,7 @@ impl Wgpu {
         first: usize,
         rows: usize,
     ) -> Result<HalfMatrix, GpuError> {
-        let (padded_rows, cols) = (rows.next_multiple_of(TILE), w.cols.next_multiple_of(DEPTH));
+        let (padded_rows, cols) = half_weight_dims(w, rows);
         let words = self.output(padded_rows, cols / 2)?;
         let span = w.format.half_weights_span();
         self.record(

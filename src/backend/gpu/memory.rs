@@ -146,7 +146,7 @@ pub struct GpuWeight {
     pub(crate) row_bytes: usize,
     pub(crate) parts: Vec<WeightPart>,
     /// Its f16 copies for the cooperative GEMM, where they are kept
-    /// ([`super::GpuOptions::keep_f16_weights`]).
+    /// ([`super::GpuOptions::f16_weight_copies`]).
     pub(crate) f16_copies: HalfWeightCopies,
 }
 
@@ -158,7 +158,7 @@ pub(super) struct HalfMatrix {
     pub words: GpuTensor,
 }
 
-/// A weight's f16 copies kept for the cooperative GEMM ([`super::GpuOptions::keep_f16_weights`]),
+/// A weight's f16 copies kept for the cooperative GEMM ([`super::GpuOptions::f16_weight_copies`]),
 /// one per chunk of rows the GEMM takes, by (part, first row of the chunk in the part).
 #[derive(Debug, Default)]
 pub(crate) struct HalfWeightCopies(pub(super) Mutex<HashMap<(usize, usize), Arc<HalfMatrix>>>);

@@ -78,9 +78,9 @@ pub struct Wgpu {
     /// The f16 copy of the last cooperative GEMM's input, reused by the next GEMM of the same
     /// input (a layer's projections of one normed input).
     last_half: Mutex<Option<ops::LastHalf>>,
-    /// Whether GEMMs keep their weights' f16 copies ([`GpuOptions::keep_f16_weights`]); turned
-    /// off when an allocation for one fails.
-    keep_f16_weights: std::sync::atomic::AtomicBool,
+    /// Bytes the GEMMs may still spend on their weights' f16 copies
+    /// ([`GpuOptions::f16_weight_copies`]); none once an allocation for one fails.
+    f16_copies_left: std::sync::atomic::AtomicU64,
     /// Decode attention by query head ([`GpuOptions::per_head_attention`]).
     per_head_attention: bool,
     /// KV caches in f16 ([`GpuOptions::f16_kv_cache`]).
@@ -318,7 +318,7 @@ impl Wgpu {
             integer_gemv: options.integer_gemv,
             last_quantized: Mutex::new(None),
             last_half: Mutex::new(None),
-            keep_f16_weights: options.keep_f16_weights.into(),
+            f16_copies_left: 0.into(),
             per_head_attention: options.per_head_attention,
             f16_kv_cache: options.f16_kv_cache,
             left_out: options.left_out.clone(),
@@ -330,6 +330,8 @@ impl Wgpu {
             // A driver that gets the GEMM wrong is not trusted with the attention either.
             gpu.cooperative_attention &= gpu.cooperative_matrix;
         }
+        // After the check, whose GEMMs keep no copies.
+        gpu.f16_copies_left = options.f16_weight_copies.into();
         log::info!(
             "wgpu: prefill attention {}",
             if gpu.cooperative_attention {

@@ -45,12 +45,13 @@ pub struct GpuOptions {
     /// 3% faster on the H100 (benches/results/h100-2026-12-07-run40). Not with MSL kernels,
     /// which read the file's layout.
     pub q6_k_aligned: bool,
-    /// Each weight's f16 copy for the prefill GEMM on cooperative matrices kept from its first
-    /// GEMM on, instead of decoded from its blocks again in every prefill: about two bytes more
-    /// device memory per weight element that meets a GEMM (49 GB for the 27B) for a prefill
-    /// without the decoding passes. Off by default for that memory; where an allocation for a
-    /// copy fails, the weights not yet copied are decoded per prefill as without it.
-    pub keep_f16_weights: bool,
+    /// Bytes of device memory the prefill GEMM on cooperative matrices may spend keeping its
+    /// weights' f16 copies from their first GEMM on, instead of decoding the weights from their
+    /// blocks again in every prefill (0: none, the default). A copy is about two bytes per
+    /// weight element: all of a 27B's take 49 GB. Weights past the budget, or past what the
+    /// device can allocate, are decoded in every prefill as without copies; the memory left
+    /// must still hold the activations and KV caches.
+    pub f16_weight_copies: u64,
     /// Op classes (as the profile names them, e.g. "matmul q6_K") whose dispatches are not
     /// recorded: a diagnostic that prices a class by its absence; the results are wrong.
     pub left_out: Vec<String>,
@@ -70,7 +71,7 @@ impl Default for GpuOptions {
             per_head_attention: false,
             f16_kv_cache: false,
             q6_k_aligned: true,
-            keep_f16_weights: false,
+            f16_weight_copies: 0,
             left_out: Vec::new(),
         }
     }
