@@ -1702,6 +1702,7 @@ fn gemm_against_reference_for_every_format() {
             let want = reference_products(ty, &bytes, rows, &x, cols);
             let acc = rng.vec(tokens * rows);
             let want_added: Vec<f32> = want.iter().zip(&acc).map(|(y, a)| y + a).collect();
+            let up = rng.vec(tokens * cols);
             for (device, variant) in [
                 (gpu, "whole"),
                 (file_layout_q6_k_gpu(), "with Q6_K blocks as in the file"),
@@ -1736,6 +1737,17 @@ fn gemm_against_reference_for_every_format() {
                     &want_added,
                     Numerics::gemm(device),
                 );
+                // The SwiGLU input computed as the GEMM converts it to f16 gives the halves of
+                // the f32 product converted: the same sums as the composition, bit for bit.
+                let ut = device.upload(tokens, cols, &up).unwrap();
+                let fused = device.upload(tokens, rows, &acc).unwrap();
+                device.swiglu_matmul_add(&xt, &ut, &weight, &fused).unwrap();
+                let composed = device.upload(tokens, rows, &acc).unwrap();
+                let product = device.swiglu(&xt, &ut).unwrap();
+                device.matmul_add(&product, &weight, &composed).unwrap();
+                let (fused, composed) = (read_all(device, &fused), read_all(device, &composed));
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&fused), bits(&composed), "{what}, swiglu_matmul_add");
                 // The second GEMM of the weight where its f16 copies are kept: one dispatch per
                 // part (two), plus the add; no decoding. (Only this test uses that device, so
                 // no other test's dispatches are counted.)

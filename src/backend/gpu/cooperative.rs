@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use super::kernels::{CooperativeShape, Kernel, Pipelines};
 use super::memory::{HalfMatrix, WeightPart};
-use super::ops::{f32_bytes, WG};
+use super::ops::{f32_bytes, MatmulInput, WG};
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::quant::GgmlType;
 
@@ -159,14 +159,19 @@ fn half_weight_dims(w: &GpuWeight, rows: usize) -> (usize, usize) {
 }
 
 impl Wgpu {
-    /// `y = x · Wᵀ` on cooperative matrices: x to f16 once (and reused by the next GEMM of the
-    /// same x), then for each chunk of weight rows (within a part) one dispatch decoding it to
-    /// f16 and one GEMM over it.
+    /// `y = x · Wᵀ` on cooperative matrices (x computed as it is converted where the input is
+    /// a SwiGLU): x to f16 once (and reused by the next GEMM of the same input), then for each
+    /// chunk of weight rows (within a part) one dispatch decoding it to f16, unless its copy is
+    /// kept, and one GEMM over it.
     pub(super) fn gemm_cooperative(
         &self,
-        x: &GpuTensor,
+        input: MatmulInput<'_>,
         w: &GpuWeight,
     ) -> Result<GpuTensor, GpuError> {
+        let (x, up) = match input {
+            MatmulInput::Plain(x) => (x, None),
+            MatmulInput::Swiglu { gate, up } => (gate, Some(up)),
+        };
         let out = self.output(x.rows, w.rows)?;
         let (x16_rows, x16_cols) = half_activation_dims(x);
         let row_bytes = (x16_cols * 2) as u64;
@@ -200,24 +205,37 @@ impl Wgpu {
             }
             Ok(())
         };
-        let key = (x.buffer.clone(), x.dims());
-        let convert = || self.half_activations(x).map(|x16| x16.words);
+        let key = (x.buffer.clone(), up.map(|u| u.buffer.clone()), x.dims());
+        let convert = || self.half_activations(x, up).map(|x16| x16.words);
         self.reuse(&self.last_half, key, convert, multiply)?;
         Ok(out)
     }
 
-    /// x as f16, padded with zeros to whole tiles of tokens and columns
-    /// ([`half_activation_dims`]), two halves a word.
-    fn half_activations(&self, x: &GpuTensor) -> Result<HalfMatrix, GpuError> {
+    /// x (silu(x) ⊙ up with `up`) as f16, padded with zeros to whole tiles of tokens and
+    /// columns ([`half_activation_dims`]), two halves a word.
+    fn half_activations(
+        &self,
+        x: &GpuTensor,
+        up: Option<&GpuTensor>,
+    ) -> Result<HalfMatrix, GpuError> {
         let (rows, cols) = half_activation_dims(x);
         let words = self.output(rows, cols / 2)?;
         let n = words.len();
         self.record(
             Kernel::HalfActivations,
-            &[x.rows as u32, x.cols as u32, rows as u32, cols as u32],
-            &[&x.buffer, &words.buffer],
+            &[
+                x.rows as u32,
+                x.cols as u32,
+                rows as u32,
+                cols as u32,
+                up.is_some() as u32,
+                0,
+                0,
+                0,
+            ],
+            &[&x.buffer, &words.buffer, &up.unwrap_or(x).buffer],
             n.div_ceil(WG),
-            f32_bytes(&[x]),
+            f32_bytes(&[x]) * if up.is_some() { 2 } else { 1 },
         )?;
         Ok(HalfMatrix { rows, cols, words })
     }
@@ -400,7 +418,7 @@ impl Wgpu {
         )?;
         let x = self.upload(tokens, cols, &x)?;
         let plain = self.gemm(&x, &weight)?;
-        let cooperative = self.gemm_cooperative(&x, &weight)?;
+        let cooperative = self.gemm_cooperative(MatmulInput::Plain(&x), &weight)?;
         Ok(crate::compare::cosine(
             &self.read_rows(&cooperative, 0, tokens)?,
             &self.read_rows(&plain, 0, tokens)?,
@@ -458,7 +476,7 @@ mod tests {
             .map(|i| check_value(i, 37, 101) * if i % 50 == 0 { 1e6 } else { 3.0 })
             .collect();
         let xt = gpu.upload(tokens, cols, &x).unwrap();
-        let x16 = gpu.half_activations(&xt).unwrap();
+        let x16 = gpu.half_activations(&xt, None).unwrap();
         assert_eq!((x16.rows, x16.cols), (TILE, 64));
         let got = read_halves(&gpu, &x16);
         for t in 0..x16.rows {

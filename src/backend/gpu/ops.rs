@@ -129,8 +129,9 @@ pub(super) type LastNormed = Reusable<(wgpu::Buffer, wgpu::Buffer, u32, (usize, 
 /// The last GEMV input quantized for the integer GEMVs, by input (the gate with the up of a
 /// SwiGLU input) and dims.
 pub(super) type LastQuantized = Reusable<(wgpu::Buffer, Option<wgpu::Buffer>, (usize, usize))>;
-/// The last GEMM input converted to f16 for the cooperative GEMM, by input and dims.
-pub(super) type LastHalf = Reusable<(wgpu::Buffer, (usize, usize))>;
+/// The last GEMM input converted to f16 for the cooperative GEMM, by input (the gate with the up
+/// of a SwiGLU input) and dims.
+pub(super) type LastHalf = Reusable<(wgpu::Buffer, Option<wgpu::Buffer>, (usize, usize))>;
 
 fn lock<T>(slot: &Mutex<T>) -> Result<MutexGuard<'_, T>, GpuError> {
     slot.lock()
@@ -144,8 +145,9 @@ const QUANTIZED_PAIR: usize = 64;
 /// u32 words per quantized activation pair of runs.
 const QUANTIZED_PAIR_WORDS: usize = 36;
 
-/// What a GEMV multiplies the weight rows with.
-enum GemvInput<'a> {
+/// What a GEMV or the cooperative GEMM multiplies the weight rows with.
+#[derive(Clone, Copy)]
+pub(super) enum MatmulInput<'a> {
     Plain(&'a GpuTensor),
     /// silu(gate) ⊙ up, computed as it is read.
     Swiglu {

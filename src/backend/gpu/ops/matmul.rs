@@ -10,13 +10,13 @@ impl Wgpu {
         check_matmul(x, w)?;
         if x.rows >= GEMM_MIN_ROWS {
             return if self.cooperative_matrix {
-                self.gemm_cooperative(x, w)
+                self.gemm_cooperative(MatmulInput::Plain(x), w)
             } else {
                 self.gemm(x, w)
             };
         }
         let out = self.output(x.rows, w.rows)?;
-        self.gemv(GemvInput::Plain(x), w, &out, false)?;
+        self.gemv(MatmulInput::Plain(x), w, &out, false)?;
         Ok(out)
     }
 
@@ -40,10 +40,12 @@ impl Wgpu {
             let y = self.matmul(x, w)?;
             return self.add(acc, &y);
         }
-        self.gemv(GemvInput::Plain(x), w, acc, true)
+        self.gemv(MatmulInput::Plain(x), w, acc, true)
     }
 
-    /// `acc += (silu(gate) ⊙ up) · Wᵀ`, all in the GEMV where the format has a fast one.
+    /// `acc += (silu(gate) ⊙ up) · Wᵀ`, all in the GEMV where the format has a fast one; a
+    /// prefill on cooperative matrices computes the product as it converts the GEMM's input to
+    /// f16 (no f32 product written and read back).
     pub fn swiglu_matmul_add(
         &self,
         gate: &GpuTensor,
@@ -52,7 +54,9 @@ impl Wgpu {
         acc: &GpuTensor,
     ) -> Result<(), GpuError> {
         same_dims("swiglu", gate, up)?;
-        if gate.rows >= GEMM_MIN_ROWS || w.format.gemv_span().is_none() {
+        let input = MatmulInput::Swiglu { gate, up };
+        let prefill = gate.rows >= GEMM_MIN_ROWS;
+        if !(prefill && self.cooperative_matrix) && (prefill || w.format.gemv_span().is_none()) {
             let x = self.swiglu(gate, up)?;
             return self.matmul_add(&x, w, acc);
         }
@@ -63,7 +67,12 @@ impl Wgpu {
                 format!("{}×{} into {}×{}", gate.rows, w.rows, acc.rows, acc.cols),
             ));
         }
-        self.gemv(GemvInput::Swiglu { gate, up }, w, acc, true)
+        if prefill {
+            // The product computed as the GEMM's input is converted to f16.
+            let y = self.gemm_cooperative(input, w)?;
+            return self.add(acc, &y);
+        }
+        self.gemv(input, w, acc, true)
     }
 
     /// `rms_norm(x, norm, eps) · Wᵀ`.
@@ -247,14 +256,14 @@ impl Wgpu {
     /// Formats with an integer span reader take the input quantized to 14-bit integers.
     pub(super) fn gemv(
         &self,
-        input: GemvInput<'_>,
+        input: MatmulInput<'_>,
         w: &GpuWeight,
         out: &GpuTensor,
         accumulate: bool,
     ) -> Result<(), GpuError> {
         let (x, up) = match input {
-            GemvInput::Plain(x) => (x, None),
-            GemvInput::Swiglu { gate, up } => (gate, Some(up)),
+            MatmulInput::Plain(x) => (x, None),
+            MatmulInput::Swiglu { gate, up } => (gate, Some(up)),
         };
         let integer = self.integer_gemv
             && w.format.has_integer_gemv()
