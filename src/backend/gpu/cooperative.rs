@@ -4,10 +4,11 @@
 //! f32 one before any model runs on it. The chunked delta rule's kernel on them (delta_chunks.rs)
 //! needs the same features.
 //!
-//! The kernel multiplies f16 matrices. x is converted once per call and the weight rows are
-//! decoded chunk by chunk into an f16 scratch matrix, each element once, by invocations that read
-//! neighbouring blocks together; decoding inside the GEMM's tiles instead would have each lane of
-//! a subgroup read a different row, one byte at a time, and starve the tensor cores.
+//! The kernel multiplies f16 matrices. x is converted once per call (a SwiGLU input computed as
+//! it is converted) and the weight rows are decoded chunk by chunk into an f16 scratch matrix,
+//! each element once, by invocations that read neighbouring blocks together, or kept decoded
+//! within a memory budget; decoding inside the GEMM's tiles instead would have each lane of a
+//! subgroup read a different row, one byte at a time, and starve the tensor cores.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -146,7 +146,6 @@ const QUANTIZED_PAIR: usize = 64;
 const QUANTIZED_PAIR_WORDS: usize = 36;
 
 /// What a GEMV or the cooperative GEMM multiplies the weight rows with.
-#[derive(Clone, Copy)]
 pub(super) enum MatmulInput<'a> {
     Plain(&'a GpuTensor),
     /// silu(gate) ⊙ up, computed as it is read.

@@ -56,7 +56,12 @@ impl Wgpu {
         same_dims("swiglu", gate, up)?;
         let input = MatmulInput::Swiglu { gate, up };
         let prefill = gate.rows >= GEMM_MIN_ROWS;
-        if !(prefill && self.cooperative_matrix) && (prefill || w.format.gemv_span().is_none()) {
+        let fused = if prefill {
+            self.cooperative_matrix
+        } else {
+            w.format.gemv_span().is_some()
+        };
+        if !fused {
             let x = self.swiglu(gate, up)?;
             return self.matmul_add(&x, w, acc);
         }
