@@ -178,7 +178,8 @@ impl Wgpu {
         let row_bytes = (x16_cols * 2) as u64;
         let chunk_rows = (MAX_SCRATCH_BYTES.min(self.binding_limit) / row_bytes) as usize / TILE;
         let chunk_rows = chunk_rows.max(1) * TILE;
-        let token_tiles = x16_rows / TILE;
+        let token_tile = self.gemm_token_tile;
+        let token_tiles = x16_rows / token_tile;
         let multiply = |x16: &GpuTensor| {
             for (index, part) in w.parts.iter().enumerate() {
                 for first in (0..part.rows).step_by(chunk_rows) {
@@ -187,7 +188,7 @@ impl Wgpu {
                     let row_tiles = w16.rows / TILE;
                     let tiles = row_tiles * token_tiles;
                     self.record(
-                        Kernel::GemmCoop,
+                        Kernel::GemmCoop { token_tile },
                         &[
                             rows as u32,
                             x.rows as u32,
