@@ -3,8 +3,9 @@
 # input is converted to f16, 25512e5) against base = 735bef1 (run 42's code) in one call, two
 # rounds (round 1 while llama.cpp builds, round 2 after), llama-bench b11434 CUDA beside; "F" = E
 # with 40 GB of f16 weight copies kept for the prefill GEMM (--f16-weight-copies; all of the
-# 27B's, 49 GB, ran the H100 out of memory in run 42); check on E and F; profiles; decode at depth
-# 4096/32768 for both engines if the call's time allows.
+# 27B's, 49 GB, ran the H100 out of memory in run 42); "T" = E with the GEMM in tiles of 64 tokens
+# (--gemm-token-tile 64); check on E, F and T; profiles; decode at depth 4096/32768 for both
+# engines if the call's time allows.
 cd "$(dirname "$0")/../../.."
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 exec > >(tee $OUT/log.txt) 2>&1
@@ -28,12 +29,15 @@ sec() { echo; echo "=== $*"; } >> $R
 [ "$PWD" = /work/main ] || { mkdir -p /work; ln -sfn "$PWD" /work/main; }
 t "check"; sec "check E"
 QWEN35_REQUIRE_GPU=1 timeout 60 /tmp/E check --fixtures tests/fixtures --backend cpu,wgpu >> $R 2>&1; echo "rc=$?" | tee -a $R
+sec "check T --gemm-token-tile 64"
+QWEN35_REQUIRE_GPU=1 timeout 60 /tmp/E check --fixtures tests/fixtures --backend cpu,wgpu --gemm-token-tile 64 >> $R 2>&1; echo "rc=$?" | tee -a $R
 sec "check F $C"
 QWEN35_REQUIRE_GPU=1 timeout 60 /tmp/E check --fixtures tests/fixtures --backend cpu,wgpu $C >> $R 2>&1; echo "rc=$?" | tee -a $R
 b() { local name=$1; shift; if [ $(( $(date +%s) - T0 )) -gt ${LATEST:-420} ]; then sec "$name: not run (the call's time was up)"; return; fi; t "$name"; sec "$name"; timeout 100 "$@" >> $R 2>>/tmp/q.err; echo "rc=$?" | tee -a $R; }
 for v in base E; do
   b "bench $v (round 1, llama.cpp building beside): -p 512,1024,4096 -n 128 -r 2" /tmp/$v bench -m $M --backend wgpu -p 512,1024,4096 -n 128 -r 2
 done
+b "bench T --gemm-token-tile 64 (round 1): -p 512,1024,4096 -n 16 -r 2" /tmp/E bench -m $M --backend wgpu --gemm-token-tile 64 -p 512,1024,4096 -n 16 -r 2
 b "bench F $C (round 1): -p 512,1024,4096 -n 128 -r 2" /tmp/E bench -m $M --backend wgpu $C -p 512,1024,4096 -n 128 -r 2
 t "llama.cpp's build"; for i in $(seq 60); do grep -q BUILD_RC /tmp/llama-build.log 2>/dev/null && break; [ -x /tmp/lb/bin/llama-bench ] && break; sleep 5; done
 tail -1 /tmp/llama-build.log | tee -a $R
@@ -44,6 +48,7 @@ else
 fi
 b "bench F $C --profile -p 512 -n 16" /tmp/E bench -m $M --backend wgpu $C --profile -p 512 -n 16 -r 1
 b "bench E --profile -p 512 -n 16" /tmp/E bench -m $M --backend wgpu --profile -p 512 -n 16 -r 1
+b "bench T --gemm-token-tile 64 (round 2): -p 512,1024,4096 -n 16 -r 2" /tmp/E bench -m $M --backend wgpu --gemm-token-tile 64 -p 512,1024,4096 -n 16 -r 2
 b "bench F $C (round 2): -p 512,1024,4096 -n 128 -r 2" /tmp/E bench -m $M --backend wgpu $C -p 512,1024,4096 -n 128 -r 2
 for v in E base; do
   b "bench $v (round 2): -p 512,1024,4096 -n 128 -r 2" /tmp/$v bench -m $M --backend wgpu -p 512,1024,4096 -n 128 -r 2
