@@ -24,7 +24,8 @@ pub const FEATURES: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MA
     .union(wgpu::Features::SHADER_F16)
     .union(wgpu::Features::SUBGROUP);
 
-/// Tokens and weight rows per workgroup of gemm_coop.wgsl (WGSL `TILE`).
+/// Weight rows per workgroup tile of gemm_coop.wgsl (WGSL `ROW_TILE`); x's f16 copy is padded to
+/// whole multiples of it too, which every token tile ([`super::GEMM_TOKEN_TILES`]) divides.
 const TILE: usize = 128;
 /// Columns per step of gemm_coop.wgsl (WGSL `DEPTH`); the f16 scratch rows are padded to it.
 const DEPTH: usize = 64;
@@ -262,6 +263,7 @@ impl Wgpu {
         if let Some(copy) = copies.get(&(index, first)) {
             return Ok(Arc::clone(copy));
         }
+        let scratch = || self.half_weights(w, part, first, rows).map(Arc::new);
         let (padded_rows, cols) = half_weight_dims(w, rows);
         let bytes = (padded_rows * cols * 2) as u64;
         let budgeted = self
@@ -271,7 +273,7 @@ impl Wgpu {
             })
             .is_ok();
         if !budgeted {
-            return self.half_weights(w, part, first, rows).map(Arc::new);
+            return scratch();
         }
         match self.half_weights(w, part, first, rows) {
             Ok(copy) => {
@@ -286,7 +288,7 @@ impl Wgpu {
                     w.name
                 );
                 self.f16_copies_left.store(0, Ordering::Relaxed);
-                self.half_weights(w, part, first, rows).map(Arc::new)
+                scratch()
             }
             Err(e) => Err(e),
         }

@@ -306,7 +306,9 @@ pub enum Kernel {
     HalfActivations,
     /// Matmul for many rows of x on cooperative matrices (tensor cores), over f16 scratch, in
     /// workgroup tiles of `token_tile` tokens ([`GEMM_TOKEN_TILES`]).
-    GemmCoop { token_tile: usize },
+    GemmCoop {
+        token_tile: usize,
+    },
     Embed(WeightFormat),
     Add,
     Swiglu,
