@@ -72,6 +72,23 @@ fn a_state_saved_on_one_backend_continues_on_the_other() {
     }
 }
 
+/// A restored state is uploaded when `restore` returns: its writes are not left queued for the
+/// next step's submit, where `bench --depth` would time them as decode.
+#[test]
+fn a_restored_state_is_uploaded_before_restore_returns() {
+    let file = Arc::new(GgufFile::open(fixture()).unwrap());
+    let Some(mut engine) = engine(&file, BackendKind::Wgpu) else {
+        return;
+    };
+    engine.eval(&[345, 20, 87, 101], false).unwrap();
+    let snapshot = engine.snapshot().unwrap();
+    engine.reset();
+    engine.take_stats();
+    engine.restore(&snapshot).unwrap();
+    let submits = engine.take_stats().submits;
+    assert!(submits > 0, "restore left its uploads for a later submit");
+}
+
 #[test]
 fn run_prefills_on_wgpu_and_decodes_on_the_cpu() {
     let file = Arc::new(GgufFile::open(fixture()).unwrap());

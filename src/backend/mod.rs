@@ -506,9 +506,9 @@ pub trait Backend: Send + Sync {
     /// lost, a readback that failed.
     fn status(&self) -> Result<(), BackendError>;
 
-    /// Waits until the work recorded so far has run (a GPU backend records ops and runs them at
-    /// a readback; the CPU has nothing to wait for); the profile calls it to time a readback
-    /// apart from the work before it.
+    /// Waits until the work recorded so far and the writes made so far have run (a GPU backend
+    /// records ops and runs them at a readback; the CPU has nothing to wait for); the profile
+    /// calls it to time a readback apart from the work before it.
     fn synchronize(&self);
 
     /// Runs `work`, a whole forward of ops, where this backend starts ops most cheaply. The CPU

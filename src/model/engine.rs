@@ -48,6 +48,7 @@ pub trait Engine: Send {
     fn reset(&mut self);
     /// A host copy of the state; fails only when the backend cannot read it back.
     fn snapshot(&self) -> Result<Snapshot, ModelError>;
+    /// Puts a snapshot's state back, uploaded when this returns.
     fn restore(&mut self, snapshot: &Snapshot) -> Result<(), ModelError>;
     /// Turns the backend's per-op-class timing on or off.
     fn set_profiling(&mut self, on: bool);
@@ -413,7 +414,12 @@ impl<B: Backend> Engine for Session<B> {
         Ok(snapshot)
     }
 
+    /// Waits for the upload, so that it is neither charged to the next step (a benchmark's
+    /// timed decode at depth) nor its error deferred to it.
     fn restore(&mut self, snapshot: &Snapshot) -> Result<(), ModelError> {
-        self.state.restore(&self.backend, snapshot)
+        self.state.restore(&self.backend, snapshot)?;
+        self.backend.synchronize();
+        self.backend.status()?;
+        Ok(())
     }
 }

@@ -334,7 +334,7 @@ impl Backend for Wgpu {
     }
 
     fn synchronize(&self) {
-        if let Err(e) = self.recorder.flush() {
+        if let Err(e) = self.recorder.submit_all() {
             self.poison(&e);
         } else if let Err(e) = self.device.poll(wgpu::PollType::wait_indefinitely()) {
             self.poison(&GpuError::Readback(e.to_string()));

@@ -375,6 +375,15 @@ impl Recorder {
         Ok(())
     }
 
+    /// Submits the recorded work and the queue writes made since the last submit (even with no
+    /// work recorded: a queue write alone runs only at a submit), without waiting.
+    pub fn submit_all(&self) -> Result<(), GpuError> {
+        let mut state = self.lock()?;
+        let encoder = self.close(&mut state);
+        self.submit(&mut state, encoder);
+        Ok(())
+    }
+
     /// Writes `data` into `buffer` at `offset` after the work recorded so far (a queue write
     /// lands before the next submit's commands, so the recorded ones are submitted first).
     pub fn write(&self, buffer: &wgpu::Buffer, offset: u64, data: &[u8]) -> Result<(), GpuError> {
