@@ -89,13 +89,6 @@ gpu_with! {
 }
 
 gpu_with! {
-    /// The GPU whose cooperative GEMM takes 64 tokens a tile (`--gemm-token-tile 64`).
-    small_token_tile_gpu {
-        gemm_token_tile: 64,
-    }
-}
-
-gpu_with! {
     /// The GPU with room for one f16 weight copy of 128 rows of 512 columns.
     one_f16_copy_gpu {
         f16_weight_copies: 128 * 512 * 2,
@@ -1714,7 +1707,6 @@ fn gemm_against_reference_for_every_format() {
                 (gpu, "whole"),
                 (file_layout_q6_k_gpu(), "with Q6_K blocks as in the file"),
                 (f16_weights_gpu(), "keeping the weight's f16 copies"),
-                (small_token_tile_gpu(), "in tiles of 64 tokens"),
             ] {
                 assert!(
                     !cooperative_required() || device.gemm_in_f16(),

@@ -149,10 +149,6 @@ pub struct GpuArgs {
     /// the GPU's memory must still hold the model's activations and KV caches.
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     pub f16_weight_copies: u64,
-    /// Tokens per workgroup tile of the prefill GEMM on tensor cores: 128, or 64 for twice the
-    /// workgroups on a short prompt (to compare).
-    #[arg(long, value_name = "TOKENS", default_value_t = 128, value_parser = gemm_token_tile)]
-    pub gemm_token_tile: usize,
 }
 
 /// The bundled default model, found where this program was built from.
@@ -182,7 +178,6 @@ impl GpuArgs {
             f16_kv_cache: self.f16_kv_cache,
             q6_k_aligned: !self.q6_k_file_layout,
             f16_weight_copies: self.f16_weight_copies,
-            gemm_token_tile: self.gemm_token_tile,
             ..GpuOptions::default()
         }
     }
@@ -261,14 +256,6 @@ fn repeat_penalty(text: &str) -> Result<f32, String> {
 }
 
 /// A count that must be at least one (tokens, threads, context positions, runs).
-fn gemm_token_tile(text: &str) -> Result<usize, String> {
-    let tiles = qwen35::backend::gpu::GEMM_TOKEN_TILES;
-    match text.parse::<usize>() {
-        Ok(n) if tiles.contains(&n) => Ok(n),
-        _ => Err(format!("must be one of {tiles:?}")),
-    }
-}
-
 pub fn at_least_one(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(n) if n > 0 => Ok(n),

@@ -1,12 +1,11 @@
 // GEMM on cooperative matrices (tensor cores) for many tokens at once (prefill), over the f16
 // scratch matrices of half_activations.wgsl (x) and half_weights.wgsl (a chunk of weight rows):
 // y[t, out_offset + r] = Σ_c W[r, c]·x[t, c]. Both are padded with zeros to whole tiles, so
-// tiles are copied without bounds checks: TOKEN_TILE tokens (128, or 64 so that a short
-// prompt makes more workgroups) × 128 weight rows per workgroup, DEPTH columns a step, through
-// workgroup memory. Each subgroup owns 2 × 4 blocks of BLOCK × BLOCK of the output tile (2·BLOCK
-// tokens × 4·BLOCK rows) with f32 accumulators, and the workgroup has as many subgroups as cover
-// the tile (the host gives BLOCK and SUBGROUP_SIZE: 8 subgroups of 32 with 16 × 16 blocks on
-// tensor cores and 128 tokens, 32 of 8 with 8 × 8 blocks on lavapipe):
+// tiles are copied without bounds checks: 128 tokens × 128 weight rows per workgroup, DEPTH
+// columns a step, through workgroup memory. Each subgroup owns 2 × 4 blocks of BLOCK × BLOCK
+// of the output tile (2·BLOCK tokens × 4·BLOCK rows) with f32 accumulators, and the workgroup
+// has as many subgroups as cover the tile (the host gives BLOCK and SUBGROUP_SIZE: 8 subgroups
+// of 32 with 16 × 16 blocks on tensor cores, 32 of 8 with 8 × 8 blocks on lavapipe):
 //   A = x block (tokens × depth, row-major in x_tile),
 //   B = Wᵀ block (depth × rows: the rows of w_tile read column-major),
 //   C += A·B.
@@ -32,57 +31,47 @@ struct Params {
 @group(0) @binding(2) var<storage, read> w16: array<u32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
-// Weight rows of a workgroup's tile; its tokens, TOKEN_TILE (at most ROW_TILE), come from the
-// host.
-const ROW_TILE: u32 = 128u;
+const TILE: u32 = 128u;
 const DEPTH: u32 = 64u;
 const SUBGROUP_TOKENS: u32 = 2u * BLOCK;
 const SUBGROUP_ROWS: u32 = 4u * BLOCK;
-const SUBGROUPS: u32 = (TOKEN_TILE / SUBGROUP_TOKENS) * (ROW_TILE / SUBGROUP_ROWS);
+const SUBGROUPS: u32 = (TILE / SUBGROUP_TOKENS) * (TILE / SUBGROUP_ROWS);
 const THREADS: u32 = SUBGROUPS * SUBGROUP_SIZE;
 // Eight halves of padding keep every tile row 16-byte aligned, as cooperative loads require, and
 // put consecutive rows four banks apart.
 const TILE_STRIDE: u32 = DEPTH + 8u;
-// Words (two halves each) of a tile row, and of each matrix's tile each invocation fetches.
+// Words (two halves each) of a tile row, and of one matrix's tile each invocation fetches.
 const ROW_WORDS: u32 = DEPTH / 2u;
-const X_FETCHES: u32 = TOKEN_TILE * ROW_WORDS / THREADS;
-const W_FETCHES: u32 = ROW_TILE * ROW_WORDS / THREADS;
-const_assert X_FETCHES * THREADS == TOKEN_TILE * ROW_WORDS;
-const_assert W_FETCHES * THREADS == ROW_TILE * ROW_WORDS;
-const_assert X_FETCHES <= W_FETCHES;
+const FETCHES: u32 = TILE * ROW_WORDS / THREADS;
+const_assert FETCHES * THREADS == TILE * ROW_WORDS;
 
-var<workgroup> x_tile: array<f16, TOKEN_TILE * TILE_STRIDE>;
-var<workgroup> w_tile: array<f16, ROW_TILE * TILE_STRIDE>;
+var<workgroup> x_tile: array<f16, TILE * TILE_STRIDE>;
+var<workgroup> w_tile: array<f16, TILE * TILE_STRIDE>;
 var<workgroup> staging: array<f32, SUBGROUPS * BLOCK * BLOCK>;
-var<private> x_fetched: array<u32, X_FETCHES>;
-var<private> w_fetched: array<u32, W_FETCHES>;
+var<private> x_fetched: array<u32, FETCHES>;
+var<private> w_fetched: array<u32, FETCHES>;
 
-// Columns k0..k0+DEPTH of the tile's x rows and weight rows into registers. One loop for both
-// (x's test is a constant once unrolled), so that equal tiles fetch as one stream.
+// Columns k0..k0+DEPTH of the tile's x rows and weight rows into registers.
 fn fetch(first_row: u32, first_token: u32, k0: u32, lid: u32) {
     let row_words = p.padded_cols / 2u;
-    for (var j = 0u; j < W_FETCHES; j++) {
+    for (var j = 0u; j < FETCHES; j++) {
         let i = lid + j * THREADS;
         let at = i / ROW_WORDS * row_words + k0 / 2u + i % ROW_WORDS;
-        if (j < X_FETCHES) {
-            x_fetched[j] = x16[first_token * row_words + at];
-        }
+        x_fetched[j] = x16[first_token * row_words + at];
         w_fetched[j] = w16[first_row * row_words + at];
     }
 }
 
 // The fetched columns into workgroup memory.
 fn store_fetched(lid: u32) {
-    for (var j = 0u; j < W_FETCHES; j++) {
+    for (var j = 0u; j < FETCHES; j++) {
         let i = lid + j * THREADS;
         let at = i / ROW_WORDS * TILE_STRIDE + 2u * (i % ROW_WORDS);
         // Exact: f16 → f32 → f16.
-        if (j < X_FETCHES) {
-            let xs = vec2<f16>(unpack2x16float(x_fetched[j]));
-            x_tile[at] = xs.x;
-            x_tile[at + 1u] = xs.y;
-        }
+        let xs = vec2<f16>(unpack2x16float(x_fetched[j]));
         let ws = vec2<f16>(unpack2x16float(w_fetched[j]));
+        x_tile[at] = xs.x;
+        x_tile[at + 1u] = xs.y;
         w_tile[at] = ws.x;
         w_tile[at + 1u] = ws.y;
     }
@@ -117,10 +106,10 @@ fn main(
     let id = workgroup_index(wid, nwg);
     let live = id < p.tiles;
     let tile = min(id, p.tiles - 1u);
-    let first_row = (tile % p.row_tiles) * ROW_TILE;
-    let first_token = (tile / p.row_tiles) * TOKEN_TILE;
-    let token = (sg_id % (TOKEN_TILE / SUBGROUP_TOKENS)) * SUBGROUP_TOKENS;
-    let row = (sg_id / (TOKEN_TILE / SUBGROUP_TOKENS)) * SUBGROUP_ROWS;
+    let first_row = (tile % p.row_tiles) * TILE;
+    let first_token = (tile / p.row_tiles) * TILE;
+    let token = (sg_id % (TILE / SUBGROUP_TOKENS)) * SUBGROUP_TOKENS;
+    let row = (sg_id / (TILE / SUBGROUP_TOKENS)) * SUBGROUP_ROWS;
     let a_at = token * TILE_STRIDE;
     let b_at = row * TILE_STRIDE;
     let next = BLOCK * TILE_STRIDE;

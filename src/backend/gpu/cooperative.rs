@@ -24,8 +24,8 @@ pub const FEATURES: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MA
     .union(wgpu::Features::SHADER_F16)
     .union(wgpu::Features::SUBGROUP);
 
-/// Weight rows per workgroup tile of gemm_coop.wgsl (WGSL `ROW_TILE`); x's f16 copy is padded to
-/// whole multiples of it too, which every token tile ([`super::GEMM_TOKEN_TILES`]) divides.
+/// Weight rows and tokens per workgroup tile of gemm_coop.wgsl (WGSL `TILE`); the f16 copies of
+/// x and of the weights are padded to whole tiles.
 const TILE: usize = 128;
 /// Columns per step of gemm_coop.wgsl (WGSL `DEPTH`); the f16 scratch rows are padded to it.
 const DEPTH: usize = 64;
@@ -179,8 +179,7 @@ impl Wgpu {
         let row_bytes = (x16_cols * 2) as u64;
         let chunk_rows = (MAX_SCRATCH_BYTES.min(self.binding_limit) / row_bytes) as usize / TILE;
         let chunk_rows = chunk_rows.max(1) * TILE;
-        let token_tile = self.gemm_token_tile;
-        let token_tiles = x16_rows / token_tile;
+        let token_tiles = x16_rows / TILE;
         let multiply = |x16: &GpuTensor| {
             for (index, part) in w.parts.iter().enumerate() {
                 for first in (0..part.rows).step_by(chunk_rows) {
@@ -189,7 +188,7 @@ impl Wgpu {
                     let row_tiles = w16.rows / TILE;
                     let tiles = row_tiles * token_tiles;
                     self.record(
-                        Kernel::GemmCoop { token_tile },
+                        Kernel::GemmCoop,
                         &[
                             rows as u32,
                             x.rows as u32,

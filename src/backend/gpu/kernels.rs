@@ -23,11 +23,6 @@ const HALF: SourceFile = wgsl!("lib/half");
 const BYTES: SourceFile = wgsl!("lib/bytes");
 const WORDS: SourceFile = wgsl!("lib/words");
 
-/// Tokens per workgroup tile of the cooperative GEMM ([`Kernel::GemmCoop`]) it is built for:
-/// 128, or 64 so that a short prompt makes twice the workgroups
-/// ([`super::GpuOptions::gemm_token_tile`]).
-pub const GEMM_TOKEN_TILES: [usize; 2] = [128, 64];
-
 /// Weight rows per part of the fast GEMV kernels (WGSL `ROWS` of reduce_rows_*.wgsl). With
 /// parts of 32 invocations this was the fastest Q4_K and Q6_K GEMV of a sweep over 32–256
 /// invocations and 1–8 rows on the H200 (benches/results).
@@ -304,11 +299,8 @@ pub enum Kernel {
     HalfWeights(WeightFormat),
     /// x as an f16 scratch matrix for [`Kernel::GemmCoop`].
     HalfActivations,
-    /// Matmul for many rows of x on cooperative matrices (tensor cores), over f16 scratch, in
-    /// workgroup tiles of `token_tile` tokens ([`GEMM_TOKEN_TILES`]).
-    GemmCoop {
-        token_tile: usize,
-    },
+    /// Matmul for many rows of x on cooperative matrices (tensor cores), over f16 scratch.
+    GemmCoop,
     Embed(WeightFormat),
     Add,
     Swiglu,
@@ -384,7 +376,6 @@ impl Kernel {
         );
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Gemm(f)));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::HalfWeights(f)));
-        all.extend(GEMM_TOKEN_TILES.map(|token_tile| Kernel::GemmCoop { token_tile }));
         all.extend(WeightFormat::ALL.iter().map(|&f| Kernel::Embed(f)));
         for storage in [Storage::F32, Storage::F16] {
             all.extend([
@@ -397,6 +388,7 @@ impl Kernel {
         }
         all.extend([
             Kernel::HalfActivations,
+            Kernel::GemmCoop,
             Kernel::QuantizeActivations,
             Kernel::Add,
             Kernel::Swiglu,
@@ -450,7 +442,7 @@ impl Kernel {
             Kernel::Gemm(f) => format!("gemm {}", f.ggml_type().name()),
             Kernel::HalfWeights(f) => format!("gemm-coop f16 {}", f.ggml_type().name()),
             Kernel::HalfActivations => "gemm-coop f16 x".into(),
-            Kernel::GemmCoop { .. } => "gemm-coop".into(),
+            Kernel::GemmCoop => "gemm-coop".into(),
             Kernel::Embed(f) => format!("embed {}", f.ggml_type().name()),
             Kernel::Add => "add".into(),
             Kernel::Swiglu => "swiglu".into(),
@@ -490,7 +482,7 @@ impl Kernel {
         self.is_cooperative_attention()
             || matches!(
                 self,
-                Kernel::GemmCoop { .. }
+                Kernel::GemmCoop
                     | Kernel::HalfActivations
                     | Kernel::HalfWeights(_)
                     | Kernel::DeltaRuleChunkedCoop
@@ -568,7 +560,7 @@ impl Kernel {
                 files.extend(format.half_weights());
             }
             Kernel::HalfActivations => files.push(wgsl!("kernels/half_activations")),
-            Kernel::GemmCoop { .. } => files.push(wgsl!("kernels/gemm_coop")),
+            Kernel::GemmCoop => files.push(wgsl!("kernels/gemm_coop")),
             Kernel::Embed(format) => {
                 files.extend(format.decoder());
                 files.push(wgsl!("kernels/embed"));
@@ -678,7 +670,7 @@ impl Kernel {
     pub fn has_cooperative_blocks(self) -> bool {
         matches!(
             self,
-            Kernel::GemmCoop { .. } | Kernel::DeltaRuleChunkedCoop | Kernel::AttentionPrefillCoop
+            Kernel::GemmCoop | Kernel::DeltaRuleChunkedCoop | Kernel::AttentionPrefillCoop
         )
     }
 
@@ -702,14 +694,11 @@ impl Kernel {
         } else {
             (self.workgroup_size(), String::new())
         };
-        let mut blocks = if self.has_cooperative_blocks() {
+        let blocks = if self.has_cooperative_blocks() {
             constants.cooperative.wgsl()
         } else {
             String::new()
         };
-        if let Kernel::GemmCoop { token_tile } = self {
-            blocks += &format!("const TOKEN_TILE: u32 = {token_tile}u;\n");
-        }
         source.insert_str(
             body_start,
             &format!(

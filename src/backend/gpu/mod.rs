@@ -27,7 +27,7 @@ mod sampling;
 use std::sync::{Arc, Mutex};
 
 pub use error::GpuError;
-pub use kernels::{kernel_sources, KernelSource, WeightFormat, GEMM_TOKEN_TILES};
+pub use kernels::{kernel_sources, KernelSource, WeightFormat};
 pub use memory::{GpuTensor, GpuWeight, Storage};
 pub use msl_ops::MslLauncher;
 pub use ops::{ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_PREFILL_MIN_ROWS, GEMM_MIN_ROWS};
@@ -81,8 +81,6 @@ pub struct Wgpu {
     /// Bytes the GEMMs may still spend on their weights' f16 copies
     /// ([`GpuOptions::f16_weight_copies`]); none once an allocation for one fails.
     f16_copies_left: std::sync::atomic::AtomicU64,
-    /// Tokens per workgroup tile of the cooperative GEMM ([`GpuOptions::gemm_token_tile`]).
-    gemm_token_tile: usize,
     /// Decode attention by query head ([`GpuOptions::per_head_attention`]).
     per_head_attention: bool,
     /// KV caches in f16 ([`GpuOptions::f16_kv_cache`]).
@@ -206,15 +204,6 @@ impl Wgpu {
     }
 
     fn open(options: &GpuOptions, backends: Option<wgpu::Backends>) -> Result<Wgpu, GpuError> {
-        if !GEMM_TOKEN_TILES.contains(&options.gemm_token_tile) {
-            return Err(GpuError::Shape {
-                op: "gemm_token_tile",
-                detail: format!(
-                    "{} tokens a tile; the GEMM is built for {GEMM_TOKEN_TILES:?}",
-                    options.gemm_token_tile
-                ),
-            });
-        }
         let subgroups = options.subgroups;
         let adapter = request_adapter(backends)?;
         let info = adapter.get_info();
@@ -330,7 +319,6 @@ impl Wgpu {
             last_quantized: Mutex::new(None),
             last_half: Mutex::new(None),
             f16_copies_left: 0.into(),
-            gemm_token_tile: options.gemm_token_tile,
             per_head_attention: options.per_head_attention,
             f16_kv_cache: options.f16_kv_cache,
             left_out: options.left_out.clone(),

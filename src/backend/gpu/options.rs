@@ -52,11 +52,6 @@ pub struct GpuOptions {
     /// device can allocate, are decoded in every prefill as without copies; the memory left
     /// must still hold the activations and KV caches.
     pub f16_weight_copies: u64,
-    /// Tokens per workgroup tile of the prefill GEMM on cooperative matrices, one of
-    /// [`super::GEMM_TOKEN_TILES`]: 128, or 64 for twice the workgroups on a short prompt (to
-    /// compare; a prompt of 512 tokens makes as few as 160 tiles of 128 on a 5120-row weight,
-    /// not much more than one per multiprocessor of an H100).
-    pub gemm_token_tile: usize,
     /// Op classes (as the profile names them, e.g. "matmul q6_K") whose dispatches are not
     /// recorded: a diagnostic that prices a class by its absence; the results are wrong.
     pub left_out: Vec<String>,
@@ -77,7 +72,6 @@ impl Default for GpuOptions {
             f16_kv_cache: false,
             q6_k_aligned: true,
             f16_weight_copies: 0,
-            gemm_token_tile: 128,
             left_out: Vec::new(),
         }
     }
