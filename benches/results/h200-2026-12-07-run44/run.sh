@@ -1,0 +1,47 @@
+#!/bin/bash
+# Device run 44: decode attention by teams of a subgroup's lanes (N = 2168cb1) against the kernel
+# before it (E = 3bca35e, run 43's head) at depths 4096 and 32768, two rounds, with f32 and f16
+# KV caches; llama-bench b11434 CUDA beside (depth 0, 4096, 32768; pp16384); N's decode profile
+# after a 16384-token prompt; check on N.
+cd "$(dirname "$0")/../../.."
+OUT=${OUT:-/tmp/out}; mkdir -p $OUT
+exec > >(tee $OUT/log.txt) 2>&1
+T0=$(date +%s); t() { echo "[t+$(( $(date +%s) - T0 ))s] $*"; }
+for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
+export WGPU_BACKEND=vulkan
+ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; [ -f $ICD ] && export VK_DRIVER_FILES=$ICD
+for v in E N; do
+  python3 -c "import lzma,sys; sys.stdout.buffer.write(lzma.open('.bin/$v.xz').read())" > /tmp/$v; chmod +x /tmp/$v
+done
+if [ ! -x /tmp/lb/bin/llama-bench ]; then
+  mkdir -p /tmp/llama && tar -xJf .bin/llama-src.tar.xz -C /tmp/llama
+  (cd /tmp/llama/llama.cpp && setsid nohup bash -c "cmake -S . -B /tmp/lb -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF && cmake --build /tmp/lb --target llama-bench -j12; echo BUILD_RC=\$?" > /tmp/llama-build.log 2>&1 < /dev/null &)
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+M=/dev/shm/m.gguf
+[ -f $M ] || /tmp/N synth --preset qwen3.6-27b --quant q4_k_m -o $M > /tmp/synth.txt 2>&1
+R=$OUT/results.txt
+sec() { echo; echo "=== $*"; } >> $R
+[ "$PWD" = /work/main ] || { mkdir -p /work; ln -sfn "$PWD" /work/main; }
+t "check"; sec "check N"
+QWEN35_REQUIRE_GPU=1 timeout 60 /tmp/N check --fixtures tests/fixtures --backend cpu,wgpu >> $R 2>&1; echo "rc=$?" | tee -a $R
+b() { local name=$1; shift; if [ $(( $(date +%s) - T0 )) -gt ${LATEST:-430} ]; then sec "$name: not run (the call's time was up)"; return; fi; t "$name"; sec "$name"; timeout 120 "$@" >> $R 2>>/tmp/q.err; echo "rc=$?" | tee -a $R; }
+D="-p 512 -n 128 -d 4096,32768 -r 2"
+b "bench N (round 1): $D" /tmp/N bench -m $M --backend wgpu $D
+b "bench E (round 1): $D" /tmp/E bench -m $M --backend wgpu $D
+b "bench N --f16-kv-cache (round 1): $D" /tmp/N bench -m $M --backend wgpu --f16-kv-cache $D
+b "bench N --profile -p 16384 -n 16 -r 1 (the decode profile at depth 16384)" /tmp/N bench -m $M --backend wgpu --profile -p 16384 -n 16 -r 1
+t "llama.cpp's build"; for i in $(seq 60); do grep -q BUILD_RC /tmp/llama-build.log 2>/dev/null && break; [ -x /tmp/lb/bin/llama-bench ] && break; sleep 5; done
+tail -1 /tmp/llama-build.log | tee -a $R
+if [ -x /tmp/lb/bin/llama-bench ]; then
+  b "llama-bench -ngl 99 -fa 1 -p 0 -n 128 -d 0,4096,32768 -r 2" /tmp/lb/bin/llama-bench -m $M -ngl 99 -fa 1 -p 0 -n 128 -d 0,4096,32768 -r 2
+  b "llama-bench -ngl 99 -fa 1 -p 16384 -n 0 -r 1" /tmp/lb/bin/llama-bench -m $M -ngl 99 -fa 1 -p 16384 -n 0 -r 1
+else
+  sec "llama-bench: not run (its build had not finished)"
+fi
+LATEST=480 b "bench N (round 2): $D" /tmp/N bench -m $M --backend wgpu $D
+LATEST=480 b "bench E (round 2): $D" /tmp/E bench -m $M --backend wgpu $D
+LATEST=480 b "bench N --f16-kv-cache (round 2): $D" /tmp/N bench -m $M --backend wgpu --f16-kv-cache $D
+grep -iE "error|warn|fail" /tmp/q.err | sort | uniq -c | head -40 > $OUT/stderr-summary.txt
+cp /tmp/llama-build.log $OUT/ 2>/dev/null
+t done
