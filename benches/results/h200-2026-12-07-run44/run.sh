@@ -34,14 +34,14 @@ b "bench N --profile -p 16384 -n 16 -r 1 (the decode profile at depth 16384)" /t
 t "llama.cpp's build"; for i in $(seq 60); do grep -q BUILD_RC /tmp/llama-build.log 2>/dev/null && break; [ -x /tmp/lb/bin/llama-bench ] && break; sleep 5; done
 tail -1 /tmp/llama-build.log | tee -a $R
 if [ -x /tmp/lb/bin/llama-bench ]; then
-  b "llama-bench -ngl 99 -fa 1 -p 0 -n 128 -d 0,4096,32768 -r 2" /tmp/lb/bin/llama-bench -m $M -ngl 99 -fa 1 -p 0 -n 128 -d 0,4096,32768 -r 2
+  b "llama-bench -ngl 99 -fa 1 -p 0 -n 128 -d 0,4096,32768 -r 1" /tmp/lb/bin/llama-bench -m $M -ngl 99 -fa 1 -p 0 -n 128 -d 0,4096,32768 -r 1
   b "llama-bench -ngl 99 -fa 1 -p 16384 -n 0 -r 1" /tmp/lb/bin/llama-bench -m $M -ngl 99 -fa 1 -p 16384 -n 0 -r 1
 else
   sec "llama-bench: not run (its build had not finished)"
 fi
-LATEST=480 b "bench N (round 2): $D" /tmp/N bench -m $M --backend wgpu $D
-LATEST=480 b "bench E (round 2): $D" /tmp/E bench -m $M --backend wgpu $D
-LATEST=480 b "bench N --f16-kv-cache (round 2): $D" /tmp/N bench -m $M --backend wgpu --f16-kv-cache $D
+LATEST=330 b "bench N (round 2): $D" /tmp/N bench -m $M --backend wgpu $D
+LATEST=330 b "bench E (round 2): $D" /tmp/E bench -m $M --backend wgpu $D
+LATEST=330 b "bench N --f16-kv-cache (round 2): $D" /tmp/N bench -m $M --backend wgpu --f16-kv-cache $D
 grep -iE "error|warn|fail" /tmp/q.err | sort | uniq -c | head -40 > $OUT/stderr-summary.txt
 cp /tmp/llama-build.log $OUT/ 2>/dev/null
 t done
