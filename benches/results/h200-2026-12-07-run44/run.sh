@@ -29,7 +29,6 @@ b() { local name=$1; shift; if [ $(( $(date +%s) - T0 )) -gt ${LATEST:-430} ]; t
 D="-p 512 -n 128 -d 4096,32768 -r 2"
 b "bench N (round 1): $D" /tmp/N bench -m $M --backend wgpu $D
 b "bench E (round 1): $D" /tmp/E bench -m $M --backend wgpu $D
-b "bench N --f16-kv-cache (round 1): $D" /tmp/N bench -m $M --backend wgpu --f16-kv-cache $D
 b "bench N --profile -p 16384 -n 16 -r 1 (the decode profile at depth 16384)" /tmp/N bench -m $M --backend wgpu --profile -p 16384 -n 16 -r 1
 t "llama.cpp's build"; for i in $(seq 60); do grep -q BUILD_RC /tmp/llama-build.log 2>/dev/null && break; [ -x /tmp/lb/bin/llama-bench ] && break; sleep 5; done
 tail -1 /tmp/llama-build.log | tee -a $R
@@ -39,6 +38,7 @@ if [ -x /tmp/lb/bin/llama-bench ]; then
 else
   sec "llama-bench: not run (its build had not finished)"
 fi
+b "bench N --f16-kv-cache (round 1): $D" /tmp/N bench -m $M --backend wgpu --f16-kv-cache $D
 LATEST=330 b "bench N (round 2): $D" /tmp/N bench -m $M --backend wgpu $D
 LATEST=330 b "bench E (round 2): $D" /tmp/E bench -m $M --backend wgpu $D
 LATEST=330 b "bench N --f16-kv-cache (round 2): $D" /tmp/N bench -m $M --backend wgpu --f16-kv-cache $D
