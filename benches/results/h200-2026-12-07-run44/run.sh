@@ -1,9 +1,9 @@
 #!/bin/bash
 # Device run 44: decode attention by teams of a subgroup's lanes (N = 2168cb1) against the kernel
 # before it (E = 3bca35e, run 43's head) at depths 4096 and 32768, two rounds, N also with f16
-# KV caches; N's decode profile after a 16384-token prompt; check on N; llama-bench b11434 CUDA
+# KV caches; N's decode profile after a 16384-token prompt; llama-bench b11434 CUDA
 # at depth 0, 4096 and 32768 only if its build (started first) is done in time: the session had
-# about four minutes of device time left for this call.
+# about three minutes of device time left for this call.
 cd "$(dirname "$0")/../../.."
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 exec > >(tee $OUT/log.txt) 2>&1
@@ -24,22 +24,20 @@ M=/dev/shm/m.gguf
 R=$OUT/results.txt
 sec() { echo; echo "=== $*"; } >> $R
 [ "$PWD" = /work/main ] || { mkdir -p /work; ln -sfn "$PWD" /work/main; }
-t "check"; sec "check N"
-QWEN35_REQUIRE_GPU=1 timeout 60 /tmp/N check --fixtures tests/fixtures --backend cpu,wgpu >> $R 2>&1; echo "rc=$?" | tee -a $R
 b() { local name=$1; shift; if [ $(( $(date +%s) - T0 )) -gt ${LATEST:-430} ]; then sec "$name: not run (the call's time was up)"; return; fi; t "$name"; sec "$name"; timeout 120 "$@" >> $R 2>>/tmp/q.err; echo "rc=$?" | tee -a $R; }
 D="-p 512 -n 128 -d 4096,32768 -r 2"
 b "bench N (round 1): $D" /tmp/N bench -m $M --backend wgpu $D
 b "bench E (round 1): $D" /tmp/E bench -m $M --backend wgpu $D
 b "bench N --f16-kv-cache (round 1): $D" /tmp/N bench -m $M --backend wgpu --f16-kv-cache $D
-b "bench N --profile -p 16384 -n 16 -r 1 (the decode profile at depth 16384)" /tmp/N bench -m $M --backend wgpu --profile -p 16384 -n 16 -r 1
+b "bench N (round 2): $D" /tmp/N bench -m $M --backend wgpu $D
+b "bench E (round 2): $D" /tmp/E bench -m $M --backend wgpu $D
 # llama.cpp only if its build is done by now (a call cut short by the session's device time).
 if [ -x /tmp/lb/bin/llama-bench ]; then
   b "llama-bench -ngl 99 -fa 1 -p 0 -n 128 -d 0,4096,32768 -r 1" /tmp/lb/bin/llama-bench -m $M -ngl 99 -fa 1 -p 0 -n 128 -d 0,4096,32768 -r 1
 else
   sec "llama-bench: not run (its build had not finished)"; tail -2 /tmp/llama-build.log >> $R
 fi
-b "bench N (round 2): $D" /tmp/N bench -m $M --backend wgpu $D
-b "bench E (round 2): $D" /tmp/E bench -m $M --backend wgpu $D
+b "bench N --profile -p 16384 -n 16 -r 1 (the decode profile at depth 16384)" /tmp/N bench -m $M --backend wgpu --profile -p 16384 -n 16 -r 1
 grep -iE "error|warn|fail" /tmp/q.err | sort | uniq -c | head -40 > $OUT/stderr-summary.txt
 cp /tmp/llama-build.log $OUT/ 2>/dev/null
 t done
