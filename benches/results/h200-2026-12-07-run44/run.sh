@@ -1,8 +1,9 @@
 #!/bin/bash
 # Device run 44: decode attention by teams of a subgroup's lanes (N = 2168cb1) against the kernel
-# before it (E = 3bca35e, run 43's head) at depths 4096 and 32768, two rounds, N also with f16
-# KV caches; N's decode profile after a 16384-token prompt. No llama.cpp: its build takes
-# longer than the three minutes of device time the session had left for this call.
+# before it (E = 3bca35e, run 43's head) at depth 32768 first (the session had little more than
+# a minute of device time left for this call once a machine started), then as time allows at
+# 4096 and 32768 twice, N with f16 KV caches, N's decode profile after a 16384-token prompt. No
+# llama.cpp: its build alone takes longer than the time left.
 cd "$(dirname "$0")/../../.."
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 exec > >(tee $OUT/log.txt) 2>&1
@@ -20,12 +21,13 @@ R=$OUT/results.txt
 sec() { echo; echo "=== $*"; } >> $R
 [ "$PWD" = /work/main ] || { mkdir -p /work; ln -sfn "$PWD" /work/main; }
 b() { local name=$1; shift; if [ $(( $(date +%s) - T0 )) -gt ${LATEST:-430} ]; then sec "$name: not run (the call's time was up)"; return; fi; t "$name"; sec "$name"; timeout 120 "$@" >> $R 2>>/tmp/q.err; echo "rc=$?" | tee -a $R; }
+D="-p 512 -n 128 -d 32768 -r 1"
+b "bench N: $D" /tmp/N bench -m $M --backend wgpu $D
+b "bench E: $D" /tmp/E bench -m $M --backend wgpu $D
 D="-p 512 -n 128 -d 4096,32768 -r 2"
-b "bench N (round 1): $D" /tmp/N bench -m $M --backend wgpu $D
-b "bench E (round 1): $D" /tmp/E bench -m $M --backend wgpu $D
-b "bench N --f16-kv-cache (round 1): $D" /tmp/N bench -m $M --backend wgpu --f16-kv-cache $D
-b "bench N (round 2): $D" /tmp/N bench -m $M --backend wgpu $D
-b "bench E (round 2): $D" /tmp/E bench -m $M --backend wgpu $D
+b "bench N --f16-kv-cache: $D" /tmp/N bench -m $M --backend wgpu --f16-kv-cache $D
+b "bench N: $D" /tmp/N bench -m $M --backend wgpu $D
+b "bench E: $D" /tmp/E bench -m $M --backend wgpu $D
 b "bench N --profile -p 16384 -n 16 -r 1 (the decode profile at depth 16384)" /tmp/N bench -m $M --backend wgpu --profile -p 16384 -n 16 -r 1
 grep -iE "error|warn|fail" /tmp/q.err | sort | uniq -c | head -40 > $OUT/stderr-summary.txt
 t done
