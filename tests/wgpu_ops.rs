@@ -721,11 +721,10 @@ fn attention_prefill_then_decode() {
 }
 
 /// One decode step over caches of awkward depths: by query head up to 1024 rows, by kv head in
-/// splits of the cache merged from 1025 on (by teams of a subgroup's lanes; without subgroups
-/// by query head); GQA 6:1 and 1:1 at head dims 256, 128 and 64, a group of 16 (more query
-/// heads than one workgroup serves) at an odd head dim, and a cache long enough for splits of
-/// many rounds of rows (eight kv heads at 20300 rows: splits of 320); with and without
-/// subgroups, and by query head (`--per-head-attention`); over caches in f16 and f32.
+/// splits of the cache merged from 1025 on; GQA 6:1 and 1:1 at head dims 256, 128 and 64, a group of 16 (more
+/// query heads than one workgroup serves) at an odd head dim, and a cache long enough for
+/// splits of more than one tile of rows (eight kv heads at 20300 rows: splits of 320); with and
+/// without subgroups, and by query head (`--per-head-attention`); over caches in f16 and f32.
 /// The step's k and v must land in the cache.
 #[test]
 fn decode_attention_at_awkward_depths() {

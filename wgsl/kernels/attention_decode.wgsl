@@ -5,13 +5,12 @@
 // attention_combine.wgsl to merge (and gate). Short caches take the per-head kernels
 // (attention_blocks.wgsl): a workgroup per kv head is too few workgroups to fill a GPU there.
 //
-// The workgroup is TEAMS teams of TEAM lanes of one subgroup (the host makes TEAM the device's
-// fixed subgroup size, at most 32, and builds this kernel only where it is a power of two of at
-// least 8). A team takes every TEAMS-th row of the split, UNROLL rows a step: lane t holds vec4s
-// t, t + TEAM, … of each key and value row, so that a team's loads of a row are one coalesced
-// run; a score is a sum over the team's lanes by shuffles, and each team keeps its own online
-// softmax in registers, so the loop over rows has no barrier. The teams' softmaxes are merged
-// through workgroup memory at the end.
+// The split is walked in tiles of TILE rows with an online softmax. Scores: invocation r dots
+// row r of the tile with every head's q, held in workgroup memory (all invocations read the
+// same word: a broadcast), so a score needs no reduction across invocations, and a tile's keys
+// are all in flight at once. Values: invocation i owns vec4 i % lanes of the head and rows
+// i / lanes, i / lanes + row_groups, … of the tile, so that each value row is one coalesced
+// load; the row groups' sums are added at the end.
 
 struct Params {
     n_head: u32,
@@ -34,39 +33,27 @@ struct Params {
 // Per (head, split): max, sum and head_dim weighted-value sums.
 @group(0) @binding(6) var<storage, read_write> out: array<f32>;
 
-// Query heads per workgroup: the largest GQA group of the Qwen3.5 and 3.6 models (the 27B's 24
-// query heads over 4 kv heads); a larger group takes several workgroups per kv head.
-const HEADS: u32 = 6u;
-// vec4s of the widest head (head_dim 256, the host's limit), and of them each lane's.
+// Query heads per workgroup; a larger GQA group takes several workgroups per kv head.
+const HEADS: u32 = 8u;
+// vec4s of the widest head (head_dim 256, the host's limit).
 const MAX_LANES: u32 = 64u;
-const PER_LANE: u32 = MAX_LANES / TEAM;
-const TEAMS: u32 = WG / TEAM;
-// Rows a team loads before it uses the first, so that their loads are in flight together.
-const UNROLL: u32 = 2u;
+// A tile is one row per invocation.
+const TILE: u32 = WG;
+const UNROLL: u32 = 8u;
 const NEG_HUGE: f32 = -3.0e38;
 
+// The heads' q; after the last tile, the row groups' weighted sums, a round of groups at a time.
 var<workgroup> q_heads: array<vec4<f32>, HEADS * MAX_LANES>;
-// Each team's max and sum per head, then each team's weighted sums of one head at a time.
-var<workgroup> team_stats: array<vec2<f32>, TEAMS * HEADS>;
-var<workgroup> team_sums: array<vec4<f32>, TEAMS * MAX_LANES>;
-
-// The sum of x over the TEAM lanes of a team, in every one of them.
-fn team_sum(x: f32) -> f32 {
-    var total = x;
-    for (var offset = 1u; offset < TEAM; offset <<= 1u) {
-        total += subgroupShuffleXor(total, offset);
-    }
-    return total;
-}
+// By head, then row of the tile: the scores, reduced to the tile's maximum; then the weights;
+// after the last tile, the row groups' weight sums. Head-major, so that the invocations of one
+// head's reduction touch consecutive words.
+var<workgroup> by_head: array<f32, HEADS * TILE>;
 
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
-    @builtin(subgroup_id) sg_id: u32,
-    @builtin(subgroup_size) sg_size: u32,
-    @builtin(subgroup_invocation_id) sg_lane: u32,
 ) {
     let id = workgroup_index(wid, nwg);
     let group = p.n_head / p.n_kv_head;
@@ -81,115 +68,149 @@ fn main(
     let heads = min(HEADS, group - run * HEADS);
     let lanes = p.head_dim / 4u;
     let kv_base = kv_head * lanes;
-    if (split == 0u && run == 0u) {
-        for (var i = lid; i < lanes; i += WG) {
-            append_kv(kv_base + i);
-        }
+    if (split == 0u && run == 0u && lid < lanes) {
+        append_kv(kv_base + lid);
     }
-    for (var i = lid; i < HEADS * MAX_LANES; i += WG) {
-        let h = i / MAX_LANES;
-        let lane = i % MAX_LANES;
+    for (var i = lid; i < HEADS * lanes; i += WG) {
+        let h = i / lanes;
+        let lane = i % lanes;
         var q_part = vec4<f32>(0.0);
-        if (h < heads && lane < lanes) {
+        if (h < heads) {
             q_part = q[(first_head + h) * lanes + lane];
         }
-        q_heads[i] = q_part;
+        q_heads[h * MAX_LANES + lane] = q_part;
     }
     workgroupBarrier();
 
-    let team = sg_id * (sg_size / TEAM) + sg_lane / TEAM;
-    let t = sg_lane % TEAM;
+    let row_groups = WG / lanes;
+    let row_group = lid / lanes;
+    let lane = lid % lanes;
     let first = split * p.split_rows;
     let end = min(first + p.split_rows, p.pos0 + 1u);
     var running_max: array<f32, HEADS>;
     var sums: array<f32, HEADS>;
-    var acc: array<vec4<f32>, HEADS * PER_LANE>;
+    var acc: array<vec4<f32>, HEADS>;
     for (var h = 0u; h < HEADS; h++) {
         running_max[h] = NEG_HUGE;
         sums[h] = 0.0;
+        acc[h] = vec4<f32>(0.0);
     }
-    for (var i = 0u; i < HEADS * PER_LANE; i++) {
-        acc[i] = vec4<f32>(0.0);
-    }
-    // Every team steps through the same number of rounds (a uniform loop); rows past the
-    // split's end are loaded as its last row and weigh nothing.
-    for (var round = first; round < end; round += TEAMS * UNROLL) {
-        var keys: array<vec4<f32>, UNROLL * PER_LANE>;
-        var values: array<vec4<f32>, UNROLL * PER_LANE>;
-        for (var u = 0u; u < UNROLL; u++) {
-            let row = min(round + u * TEAMS + team, end - 1u);
-            for (var i = 0u; i < PER_LANE; i++) {
-                let lane = min(t + i * TEAM, lanes - 1u);
-                keys[u * PER_LANE + i] = key_at(row, kv_base + lane);
-                values[u * PER_LANE + i] = value_at(row, kv_base + lane);
-            }
+    for (var tile = first; tile < end; tile += TILE) {
+        let len = min(TILE, end - tile);
+        var scores: array<f32, HEADS>;
+        for (var h = 0u; h < HEADS; h++) {
+            scores[h] = 0.0;
         }
-        for (var u = 0u; u < UNROLL; u++) {
-            let live = round + u * TEAMS + team < end;
-            for (var h = 0u; h < HEADS; h++) {
-                if (h < heads) {
-                    var part = 0.0;
-                    for (var i = 0u; i < PER_LANE; i++) {
-                        let lane = t + i * TEAM;
-                        if (lane < lanes) {
-                            part += dot(q_heads[h * MAX_LANES + lane], keys[u * PER_LANE + i]);
+        if (lid < len) {
+            for (var l = 0u; l < lanes; l += UNROLL) {
+                var keys: array<vec4<f32>, UNROLL>;
+                for (var u = 0u; u < UNROLL; u++) {
+                    keys[u] = key_at(tile + lid, kv_base + min(l + u, lanes - 1u));
+                }
+                for (var u = 0u; u < UNROLL; u++) {
+                    if (l + u < lanes) {
+                        for (var h = 0u; h < HEADS; h++) {
+                            if (h < heads) {
+                                scores[h] += dot(q_heads[h * MAX_LANES + l + u], keys[u]);
+                            }
                         }
                     }
-                    let score = team_sum(part) * p.scale;
-                    let new_max = select(running_max[h], max(running_max[h], score), live);
-                    let correction = exp(running_max[h] - new_max);
-                    let weight = select(0.0, exp(score - new_max), live);
-                    running_max[h] = new_max;
-                    sums[h] = sums[h] * correction + weight;
-                    for (var i = 0u; i < PER_LANE; i++) {
-                        let a = h * PER_LANE + i;
-                        acc[a] = acc[a] * correction + weight * values[u * PER_LANE + i];
+                }
+            }
+        }
+        for (var h = 0u; h < HEADS; h++) {
+            scores[h] = select(NEG_HUGE, scores[h] * p.scale, lid < len);
+            by_head[h * TILE + lid] = scores[h];
+        }
+        workgroupBarrier();
+        for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
+            if (lid < stride) {
+                for (var h = 0u; h < HEADS; h++) {
+                    let other = by_head[h * TILE + lid + stride];
+                    by_head[h * TILE + lid] = max(by_head[h * TILE + lid], other);
+                }
+            }
+            workgroupBarrier();
+        }
+        var correction: array<f32, HEADS>;
+        for (var h = 0u; h < HEADS; h++) {
+            let new_max = max(running_max[h], by_head[h * TILE]);
+            correction[h] = exp(running_max[h] - new_max);
+            running_max[h] = new_max;
+        }
+        // Every maximum is read before the weights overwrite them.
+        workgroupBarrier();
+        for (var h = 0u; h < HEADS; h++) {
+            acc[h] *= correction[h];
+            sums[h] *= correction[h];
+            by_head[h * TILE + lid] = select(0.0, exp(scores[h] - running_max[h]), lid < len);
+        }
+        workgroupBarrier();
+        if (row_group < row_groups) {
+            for (var r = row_group; r < len; r += row_groups * UNROLL) {
+                var values: array<vec4<f32>, UNROLL>;
+                for (var u = 0u; u < UNROLL; u++) {
+                    let row = min(r + u * row_groups, len - 1u);
+                    values[u] = value_at(tile + row, kv_base + lane);
+                }
+                for (var u = 0u; u < UNROLL; u++) {
+                    let row = r + u * row_groups;
+                    if (row < len) {
+                        for (var h = 0u; h < HEADS; h++) {
+                            let w = by_head[h * TILE + row];
+                            acc[h] += w * values[u];
+                            sums[h] += w;
+                        }
                     }
                 }
             }
         }
+        // The weights are read before the next tile (or the merge) overwrites them.
+        workgroupBarrier();
     }
 
-    // The teams' softmaxes as one: each team's share scaled by exp(m_team − m).
-    if (t == 0u) {
+    // The row groups' sums into group 0's: the weight sums at once, the weighted sums as many
+    // groups a round as q_heads holds.
+    if (row_group < row_groups && lane == 0u) {
         for (var h = 0u; h < HEADS; h++) {
-            team_stats[team * HEADS + h] = vec2<f32>(running_max[h], sums[h]);
+            by_head[row_group * HEADS + h] = sums[h];
         }
     }
-    workgroupBarrier();
+    let per_round = MAX_LANES / lanes;
+    for (var round_first = 1u; round_first < row_groups; round_first += per_round) {
+        let round_end = min(round_first + per_round, row_groups);
+        workgroupBarrier();
+        if (row_group >= round_first && row_group < round_end) {
+            for (var h = 0u; h < HEADS; h++) {
+                q_heads[((row_group - round_first) * HEADS + h) * lanes + lane] = acc[h];
+            }
+        }
+        workgroupBarrier();
+        if (row_group == 0u) {
+            for (var g = round_first; g < round_end; g++) {
+                for (var h = 0u; h < HEADS; h++) {
+                    acc[h] += q_heads[((g - round_first) * HEADS + h) * lanes + lane];
+                    sums[h] += by_head[g * HEADS + h];
+                }
+            }
+        }
+    }
+    if (row_group != 0u) {
+        return;
+    }
     for (var h = 0u; h < HEADS; h++) {
         if (h < heads) {
-            var overall = NEG_HUGE;
-            for (var other = 0u; other < TEAMS; other++) {
-                overall = max(overall, team_stats[other * HEADS + h].x);
+            let head = first_head + h;
+            let o = acc[h];
+            let at = (head * p.splits + split) * (2u + p.head_dim) + 2u + 4u * lane;
+            if (lane == 0u) {
+                out[at - 2u] = running_max[h];
+                out[at - 1u] = sums[h];
             }
-            let factor = exp(running_max[h] - overall);
-            for (var i = 0u; i < PER_LANE; i++) {
-                team_sums[team * MAX_LANES + t + i * TEAM] = acc[h * PER_LANE + i] * factor;
-            }
-            workgroupBarrier();
-            let at = ((first_head + h) * p.splits + split) * (2u + p.head_dim) + 2u;
-            for (var lane = lid; lane < lanes; lane += WG) {
-                var o = vec4<f32>(0.0);
-                for (var other = 0u; other < TEAMS; other++) {
-                    o += team_sums[other * MAX_LANES + lane];
-                }
-                out[at + 4u * lane] = o.x;
-                out[at + 4u * lane + 1u] = o.y;
-                out[at + 4u * lane + 2u] = o.z;
-                out[at + 4u * lane + 3u] = o.w;
-            }
-            if (lid == 0u) {
-                var total = 0.0;
-                for (var other = 0u; other < TEAMS; other++) {
-                    let stats = team_stats[other * HEADS + h];
-                    total += stats.y * exp(stats.x - overall);
-                }
-                out[at - 2u] = overall;
-                out[at - 1u] = total;
-            }
-            // The sums are read before the next head's overwrite them.
-            workgroupBarrier();
+            out[at] = o.x;
+            out[at + 1u] = o.y;
+            out[at + 2u] = o.z;
+            out[at + 3u] = o.w;
         }
     }
 }

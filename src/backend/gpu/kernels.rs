@@ -48,12 +48,9 @@ pub const DELTA_RULE_SCAN_WG: usize = 128;
 pub const DELTA_RULE_SCAN_LANES: usize = 8;
 /// Largest k_dim the delta-rule scan holds (WGSL `LANES · KEYS`), the Qwen3.5 models' own.
 pub const DELTA_RULE_SCAN_MAX_K_DIM: usize = 128;
-/// Teams per workgroup of decode attention ([`Kernel::AttentionDecode`]), each a subgroup (or
-/// part of one) walking rows of its own.
-pub const ATTENTION_DECODE_TEAMS: usize = 4;
-/// Lanes of a decode-attention team at most: a team of 32 holds two vec4s of a 256-wide head,
-/// a smaller one more, in registers of every query head it serves.
-pub const ATTENTION_DECODE_MAX_TEAM: usize = 32;
+/// Invocations per workgroup of decode attention ([`Kernel::AttentionDecode`]), one cache row
+/// each at a time: 256 cached rows are one round of key loads.
+pub const ATTENTION_DECODE_WG: usize = 256;
 
 const KQUANT_SCALES: SourceFile = wgsl!("lib/kquant_scales");
 const QUANTIZE_QUAD: SourceFile = wgsl!("lib/quantize_quad");
@@ -495,7 +492,7 @@ impl Kernel {
     /// Whether this kernel exists only with subgroup operations (built apart, where the device
     /// has subgroups of a size it takes).
     pub fn needs_subgroups(self) -> bool {
-        matches!(self, Kernel::DeltaRuleScan | Kernel::AttentionDecode(_))
+        self == Kernel::DeltaRuleScan
     }
 
     /// Whether this kernel belongs to the prefill attention on cooperative matrices (built
@@ -662,6 +659,7 @@ impl Kernel {
             Kernel::RmsNormQuantized => 128,
             // A chunk of 4096 logits is 16 a invocation (top_k_chunks.wgsl `PER`).
             Kernel::TopKChunks | Kernel::TopKDraw => 256,
+            Kernel::AttentionDecode(_) => ATTENTION_DECODE_WG,
             Kernel::DeltaRuleScan => DELTA_RULE_SCAN_WG,
             _ => DEFAULT_WG,
         }
@@ -693,12 +691,6 @@ impl Kernel {
                 GEMV_PARTS * constants.gemv_part,
                 format!("const PART: u32 = {}u;\n", constants.gemv_part),
             )
-        } else if let Kernel::AttentionDecode(_) = self {
-            let team = constants.attention_team();
-            (
-                ATTENTION_DECODE_TEAMS * team,
-                format!("const TEAM: u32 = {team}u;\n"),
-            )
         } else {
             (self.workgroup_size(), String::new())
         };
@@ -719,31 +711,14 @@ impl Kernel {
 }
 
 /// What a kernel's WGSL is specialized for ([`Kernel::source`]): subgroup operations or not,
-/// the device's subgroup size where it is fixed, the invocations of a fast GEMV's part, the
-/// bytes from one Q6_K super-block to the next in weight buffers, and the block shape of the
-/// kernels on cooperative matrices.
+/// the invocations of a fast GEMV's part, the bytes from one Q6_K super-block to the next in
+/// weight buffers, and the block shape of the kernels on cooperative matrices.
 #[derive(Clone, Copy, Debug)]
 pub struct SourceConstants {
     pub subgroups: bool,
-    pub subgroup_size: Option<usize>,
     pub gemv_part: usize,
     pub q6_k_block_bytes: usize,
     pub cooperative: CooperativeShape,
-}
-
-impl SourceConstants {
-    /// Lanes of a decode-attention team: the subgroup, at most [`ATTENTION_DECODE_MAX_TEAM`].
-    fn attention_team(self) -> usize {
-        self.subgroup_size
-            .unwrap_or(ATTENTION_DECODE_MAX_TEAM)
-            .min(ATTENTION_DECODE_MAX_TEAM)
-    }
-}
-
-/// Whether subgroups of a fixed `size` (None: none, or of varying size) can be decode
-/// attention's teams ([`Kernel::AttentionDecode`]): a power of two of at least 8 lanes.
-pub fn fits_attention_teams(size: Option<usize>) -> bool {
-    size.is_some_and(|size| size >= 8 && size.is_power_of_two())
 }
 
 /// Bytes from one Q6_K super-block to the next in a weight buffer: the file's (210), or with
@@ -784,7 +759,6 @@ pub struct KernelSource {
 pub fn kernel_sources() -> Vec<KernelSource> {
     let constants = |subgroups: bool, cooperative: CooperativeShape| SourceConstants {
         subgroups,
-        subgroup_size: subgroups.then_some(ATTENTION_DECODE_MAX_TEAM),
         gemv_part: GEMV_SHARED_PART,
         q6_k_block_bytes: q6_k_block_bytes(false),
         cooperative,
@@ -851,8 +825,6 @@ fn shader_checks(all: bool) -> wgpu::ShaderRuntimeChecks {
 /// The compute pipelines of every kernel.
 pub struct Pipelines {
     by_kernel: HashMap<Kernel, wgpu::ComputePipeline>,
-    /// The device's subgroup size where it has subgroups of one fixed size.
-    subgroup_size: Option<usize>,
     /// Invocations per part of the fast GEMVs where the device's subgroups have one fixed size
     /// (and a workgroup of [`GEMV_PARTS`] subgroups is allowed): the parts are then its
     /// subgroups.
@@ -875,16 +847,13 @@ impl Pipelines {
         cooperative: Option<CooperativeShape>,
     ) -> Result<Pipelines, GpuError> {
         let size = adapter.subgroup_min_size as usize;
-        let subgroup_size = (device.features().contains(wgpu::Features::SUBGROUP)
+        let fixed_size = device.features().contains(wgpu::Features::SUBGROUP)
             && size > 0
-            && adapter.subgroup_max_size as usize == size)
-            .then_some(size);
-        let parts_fit =
-            GEMV_PARTS * size <= device.limits().max_compute_invocations_per_workgroup as usize;
+            && adapter.subgroup_max_size as usize == size
+            && GEMV_PARTS * size <= device.limits().max_compute_invocations_per_workgroup as usize;
         let mut pipelines = Pipelines {
             by_kernel: HashMap::new(),
-            subgroup_size,
-            gemv_subgroup: subgroup_size.filter(|_| parts_fit),
+            gemv_subgroup: fixed_size.then_some(size),
             all_shader_checks: options.all_shader_checks,
             q6_k_block_bytes: q6_k_block_bytes(options.q6_k_aligned),
             cooperative,
@@ -928,7 +897,6 @@ impl Pipelines {
         let name = kernel.name();
         let constants = SourceConstants {
             subgroups,
-            subgroup_size: self.subgroup_size,
             gemv_part,
             q6_k_block_bytes: self.q6_k_block_bytes,
             cooperative: match self.cooperative {
@@ -959,11 +927,6 @@ impl Pipelines {
         })?;
         self.by_kernel.insert(kernel, pipeline);
         Ok(())
-    }
-
-    /// The device's subgroup size where it has subgroups of one fixed size.
-    pub fn subgroup_size(&self) -> Option<usize> {
-        self.subgroup_size
     }
 
     /// Bytes from one Q6_K super-block to the next in weight buffers: the layout uploads write

@@ -65,9 +65,6 @@ pub struct Wgpu {
     /// Whether a prefill's delta rule runs as one scan per state column
     /// ([`GpuOptions::chunked_delta_rule`] off, and subgroups the scan can use).
     delta_rule_scan: bool,
-    /// Whether decode attention past a short cache is split by kv head (attention_decode.wgsl,
-    /// where the device's subgroups fit its teams) rather than by query head.
-    split_decode_attention: bool,
     /// Whether prefill attention runs on cooperative matrices
     /// ([`GpuOptions::cooperative_attention`]).
     cooperative_attention: bool,
@@ -279,12 +276,6 @@ impl Wgpu {
         if delta_rule_scan {
             pipelines.add(&device, Kernel::DeltaRuleScan)?;
         }
-        let split_decode_attention = kernels::fits_attention_teams(pipelines.subgroup_size());
-        if split_decode_attention {
-            for storage in [Storage::F32, Storage::F16] {
-                pipelines.add(&device, Kernel::AttentionDecode(storage))?;
-            }
-        }
         let cooperative_delta_rule = cooperative.is_some()
             && options.cooperative_matrix
             && options.cooperative_delta_rule
@@ -322,7 +313,6 @@ impl Wgpu {
             cooperative_matrix: cooperative,
             cooperative_delta_rule,
             delta_rule_scan,
-            split_decode_attention,
             cooperative_attention,
             last_normed: Mutex::new(None),
             integer_gemv: options.integer_gemv,

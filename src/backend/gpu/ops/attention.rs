@@ -6,13 +6,13 @@ use super::*;
 /// per kv head and split (a few on the 27B's 4 kv heads) cannot fill a GPU; the two measured
 /// even at 1024 rows (benches/results/h200-2026-12-06-run28).
 const DECODE_ATTENTION_PER_HEAD_ROWS: usize = 1024;
-/// Workgroups a split decode attention aims at: about as many as a large GPU runs at once (four
-/// of its 128-invocation workgroups on each of an H100's or H200's 132 SMs), so that the splits
-/// end together rather than a second, partial wave following the first; more splits also cost
-/// more partial results for the merge to read.
-const DECODE_ATTENTION_WORKGROUPS: usize = 512;
+/// Workgroups a split decode attention aims at: about as many as a large GPU runs at once, so
+/// that the splits end together rather than a second, partial wave following the first (on the
+/// H100, 512 gave 412 workgroups at a depth of 32768 and decode ran 7% slower there; more splits
+/// also cost more partial results for the merge to read).
+const DECODE_ATTENTION_WORKGROUPS: usize = 256;
 /// Query heads one decode-attention workgroup serves (`HEADS` of attention_decode.wgsl).
-const DECODE_ATTENTION_HEADS: usize = 6;
+const DECODE_ATTENTION_HEADS: usize = 8;
 /// Splits of the cache are whole numbers of this many rows, fewer than a tile's: at a depth of
 /// a few thousand rows, splits of whole tiles would leave most of a large GPU's SMs idle.
 const DECODE_ATTENTION_SPLIT_STEP: usize = 64;
@@ -208,14 +208,13 @@ impl Wgpu {
         Ok(out)
     }
 
-    /// One query row: past [`DECODE_ATTENTION_PER_HEAD_ROWS`] cache rows, where the device has
-    /// the subgroups for it, each kv head's rows read once for the query heads of its GQA group,
-    /// in splits merged per head (gated if `gate` is given); otherwise by query head. Shapes are
-    /// checked.
+    /// One query row: past [`DECODE_ATTENTION_PER_HEAD_ROWS`] cache rows, each kv head's rows
+    /// read once for the query heads of its GQA group, in splits merged per head (gated if `gate`
+    /// is given); a shorter cache by query head. Shapes are checked.
     fn decode_attention(&self, call: AttentionCall<'_, GpuTensor>) -> Result<GpuTensor, GpuError> {
         let shape = call.shape;
         let rows = call.pos0 + 1;
-        if rows <= DECODE_ATTENTION_PER_HEAD_ROWS || !self.split_decode_attention {
+        if rows <= DECODE_ATTENTION_PER_HEAD_ROWS {
             return self.per_head_decode_attention(call);
         }
         let head_runs = (shape.n_head / shape.n_kv_head).div_ceil(DECODE_ATTENTION_HEADS);
