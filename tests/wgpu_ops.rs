@@ -1803,6 +1803,62 @@ fn f16_weight_copies_stay_within_their_budget() {
     }
 }
 
+/// A weight of two parts on a GPU whose memory limit leaves room for one part's f16 copy only:
+/// the second copy's allocation fails, every copy is let go so that the scratch fits, and this
+/// GEMM and the next give the reference's products, decoding both parts (no copy kept).
+#[test]
+fn f16_weight_copies_give_their_memory_back_when_it_runs_out() {
+    use qwen35::backend::Backend;
+    let Some(gpu) = gpu() else { return };
+    if !gpu.gemm_in_f16() {
+        assert!(
+            !cooperative_required(),
+            "no cooperative GEMM on {}",
+            gpu.adapter_description()
+        );
+        return;
+    }
+    let copies = |memory_limit: Option<u64>| {
+        Wgpu::with_options(&GpuOptions {
+            f16_weight_copies: u64::MAX,
+            memory_limit,
+            ..GpuOptions::default()
+        })
+        .unwrap()
+    };
+    let mut rng = Rng::new(31);
+    let (rows, cols, tokens) = (200, 512, 9);
+    let bytes = random_blocks(&mut rng, GgmlType::Q4_K, rows * cols);
+    let x = rng.vec(tokens * cols);
+    let want = reference_products(GgmlType::Q4_K, &bytes, rows, &x, cols);
+    let load = |device: &Wgpu| {
+        let weight = device
+            .upload_weight_in_parts("w", GgmlType::Q4_K, rows, cols, &bytes, 100)
+            .unwrap();
+        (weight, device.upload(tokens, cols, &x).unwrap())
+    };
+    // The same allocations on a device without a limit: the last is the second part's copy.
+    let unlimited = copies(None);
+    let (weight, xt) = load(&unlimited);
+    unlimited.matmul(&xt, &weight).unwrap();
+    let device = copies(Some(unlimited.allocated_bytes() - 1));
+    let (weight, xt) = load(&device);
+    for (round, decodes) in [(1, 2), (2, 2)] {
+        Backend::take_stats(&device);
+        let got = device.matmul(&xt, &weight).unwrap();
+        let dispatches = Backend::take_stats(&device).dispatches;
+        assert_close(
+            &format!("GEMM {round} after the copies ran out of memory"),
+            &read_all(&device, &got),
+            &want,
+            Numerics::gemm(&device),
+        );
+        // A GEMM dispatch per part, the decodes, and x converted once.
+        let conversions = if round == 1 { 1 } else { 0 };
+        assert_eq!(dispatches, 2 + decodes + conversions, "GEMM {round}");
+    }
+}
+
 /// The tiny fixture models end to end: a prefill then decode steps on the GPU give the CPU
 /// backend's logits, with KV caches in f16 and in f32.
 #[test]

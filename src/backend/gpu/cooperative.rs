@@ -11,7 +11,7 @@
 //! subgroup read a different row, one byte at a time, and starve the tensor cores.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use super::kernels::{CooperativeShape, Kernel, Pipelines};
 use super::memory::{HalfMatrix, WeightPart};
@@ -245,7 +245,8 @@ impl Wgpu {
     /// Rows `first..first + rows` of part `index` of a weight in f16 for the GEMM: the weight's
     /// kept copy, decoded now if this is the chunk's first GEMM and the copies' budget
     /// ([`super::GpuOptions::f16_weight_copies`]) holds it; else decoded into scratch for this
-    /// GEMM alone.
+    /// GEMM alone. When the GPU has no memory for a copy, every copy is let go
+    /// ([`Wgpu::give_back_memory`]) so that the scratch fits, and no more are kept.
     fn weight_halves(
         &self,
         w: &GpuWeight,
@@ -254,13 +255,10 @@ impl Wgpu {
         rows: usize,
     ) -> Result<Arc<HalfMatrix>, GpuError> {
         let part = &w.parts[index];
-        let mut copies = w
-            .f16_copies
-            .0
-            .lock()
-            .map_err(|_| GpuError::Device("a thread panicked while recording".into()))?;
-        if let Some(copy) = copies.get(&(index, first)) {
-            return Ok(Arc::clone(copy));
+        let poisoned = || GpuError::Device("a thread panicked while recording".into());
+        let mut copies = w.f16_copies.0.lock().map_err(|_| poisoned())?;
+        if let Some(copy) = copies.get(&(index, first)).and_then(Weak::upgrade) {
+            return Ok(copy);
         }
         let scratch = || self.half_weights(w, part, first, rows).map(Arc::new);
         let (padded_rows, cols) = half_weight_dims(w, rows);
@@ -277,16 +275,21 @@ impl Wgpu {
         match self.half_weights(w, part, first, rows) {
             Ok(copy) => {
                 let copy = Arc::new(copy);
-                copies.insert((index, first), Arc::clone(&copy));
+                copies.insert((index, first), Arc::downgrade(&copy));
+                self.kept_f16_copies
+                    .lock()
+                    .map_err(|_| poisoned())?
+                    .push(Arc::clone(&copy));
                 Ok(copy)
             }
             Err(GpuError::OutOfMemory { needed, .. }) => {
                 log::warn!(
-                    "wgpu: no memory for more f16 weight copies ({needed} bytes for {}): the \
-                     weights not yet copied are decoded in every prefill",
+                    "wgpu: no memory for more f16 weight copies ({needed} bytes for {}): every \
+                     copy is let go, and the weights are decoded in every prefill again",
                     w.name
                 );
                 self.f16_copies_left.store(0, Ordering::Relaxed);
+                self.give_back_memory()?;
                 scratch()
             }
             Err(e) => Err(e),

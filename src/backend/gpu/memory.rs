@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use super::kernels::WeightFormat;
 use super::{GpuError, Wgpu};
@@ -29,6 +29,18 @@ impl BufferPool {
 
     fn take(&self, class: u64) -> Option<wgpu::Buffer> {
         self.free.lock().ok()?.get_mut(&class)?.pop()
+    }
+
+    /// Drops every free buffer (wgpu frees each once no submitted work uses it); returns their
+    /// bytes.
+    fn release(&self) -> u64 {
+        let Ok(mut free) = self.free.lock() else {
+            return 0;
+        };
+        free.drain()
+            .flat_map(|(_, buffers)| buffers)
+            .map(|buffer| buffer.size())
+            .sum()
     }
 
     /// Keeps `buffer` for reuse when it has a class size (uploads of exact sizes are dropped).
@@ -159,9 +171,10 @@ pub(super) struct HalfMatrix {
 }
 
 /// A weight's f16 copies kept for the cooperative GEMM ([`super::GpuOptions::f16_weight_copies`]),
-/// one per chunk of rows the GEMM takes, by (part, first row of the chunk in the part).
+/// one per chunk of rows the GEMM takes, by (part, first row of the chunk in the part). The
+/// device holds them ([`Wgpu::give_back_memory`] lets them go), the weight only refers to them.
 #[derive(Debug, Default)]
-pub(crate) struct HalfWeightCopies(pub(super) Mutex<HashMap<(usize, usize), Arc<HalfMatrix>>>);
+pub(crate) struct HalfWeightCopies(pub(super) Mutex<HashMap<(usize, usize), Weak<HalfMatrix>>>);
 
 /// Bytes staged at a time while padding a weight's blocks on upload.
 const PADDING_STAGING_BYTES: usize = 16 << 20;
@@ -326,6 +339,31 @@ impl Wgpu {
             None => self.new_buffer(class)?,
         };
         Ok(self.pooled_tensor(rows, cols, buffer))
+    }
+
+    /// Device bytes allocated and not given back (weights, tensors, pooled buffers).
+    pub fn allocated_bytes(&self) -> u64 {
+        self.allocated_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Lets go of the weights' f16 copies and the pool's free buffers, and waits for the work
+    /// recorded so far, so that wgpu frees what no submitted work uses; the memory limit counts
+    /// them as given back.
+    pub(super) fn give_back_memory(&self) -> Result<(), GpuError> {
+        let copies = std::mem::take(
+            &mut *self
+                .kept_f16_copies
+                .lock()
+                .map_err(|_| GpuError::Device("a thread panicked while recording".into()))?,
+        );
+        drop(copies);
+        let released = self.buffer_pool.release();
+        self.allocated_bytes.fetch_sub(released, Ordering::Relaxed);
+        self.recorder.submit_all()?;
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        Ok(())
     }
 
     fn new_buffer(&self, size: u64) -> Result<wgpu::Buffer, GpuError> {

@@ -47,7 +47,8 @@ pub struct Wgpu {
     recorder: Recorder,
     /// Bytes one storage binding may span on this device.
     binding_limit: u64,
-    /// Device bytes allocated so far (weights, tensors; pooled buffers are never freed).
+    /// Device bytes allocated and not given back (weights, tensors, pooled buffers: those only by
+    /// [`Wgpu::give_back_memory`]).
     allocated_bytes: std::sync::atomic::AtomicU64,
     /// A cap on `allocated_bytes` below the device's own ([`GpuOptions::memory_limit`]).
     memory_limit: Option<u64>,
@@ -81,6 +82,9 @@ pub struct Wgpu {
     /// Bytes the GEMMs may still spend on their weights' f16 copies
     /// ([`GpuOptions::f16_weight_copies`]); none once an allocation for one fails.
     f16_copies_left: std::sync::atomic::AtomicU64,
+    /// The weights' f16 copies, held here so that they can all be let go at once when memory
+    /// runs out ([`Wgpu::give_back_memory`]).
+    kept_f16_copies: Mutex<Vec<Arc<memory::HalfMatrix>>>,
     /// Decode attention by query head ([`GpuOptions::per_head_attention`]).
     per_head_attention: bool,
     /// KV caches in f16 ([`GpuOptions::f16_kv_cache`]).
@@ -319,6 +323,7 @@ impl Wgpu {
             last_quantized: Mutex::new(None),
             last_half: Mutex::new(None),
             f16_copies_left: 0.into(),
+            kept_f16_copies: Mutex::new(Vec::new()),
             per_head_attention: options.per_head_attention,
             f16_kv_cache: options.f16_kv_cache,
             left_out: options.left_out.clone(),
