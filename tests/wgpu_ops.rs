@@ -607,6 +607,41 @@ fn reference_rope(
     out
 }
 
+/// A zero matrix made after one of its size was dropped reuses that buffer, cleared (a model
+/// state reset makes the delta net's states anew: allocated fresh each time, they piled up in
+/// the pool, 144 MiB a reset on the 27B); its zeros land after the work recorded before it.
+#[test]
+fn zeros_reuse_a_freed_buffer_cleared() {
+    if gpu().is_none() {
+        return;
+    }
+    // A device of its own: the allocation count is the device's, and tests run in parallel.
+    let device = Wgpu::new().unwrap();
+    let (rows, cols) = (48, 1024);
+    let ones = vec![1.0; rows * cols];
+    let state = device.zeros(rows, cols).unwrap();
+    device.write_rows(&state, 0, &ones).unwrap();
+    // Recorded work that reads the old state before it is dropped and its buffer cleared.
+    let doubled = device.upload(rows, cols, &ones).unwrap();
+    device.add(&doubled, &state).unwrap();
+    drop(state);
+    let allocated = device.allocated_bytes();
+    let fresh = device.zeros(rows, cols).unwrap();
+    assert_eq!(
+        device.allocated_bytes(),
+        allocated,
+        "zeros allocated a new buffer"
+    );
+    assert!(
+        read_all(&device, &fresh).iter().all(|&v| v == 0.0),
+        "not cleared"
+    );
+    assert!(
+        read_all(&device, &doubled).iter().all(|&v| v == 2.0),
+        "cleared too early"
+    );
+}
+
 #[test]
 fn rope_partial_and_full() {
     let Some(gpu) = gpu() else { return };

@@ -323,8 +323,15 @@ impl Wgpu {
                 detail: format!("f16 rows of {cols} values, not whole quads"),
             });
         }
-        let bytes = self.stored_bytes("zeros", storage, rows, cols)?;
-        let buffer = self.new_buffer(BufferPool::size_class(bytes))?;
+        let class = BufferPool::size_class(self.stored_bytes("zeros", storage, rows, cols)?);
+        // wgpu zeroes a new buffer; a recycled one is cleared.
+        let buffer = match self.buffer_pool.take(class) {
+            Some(buffer) => {
+                self.recorder.clear(&buffer)?;
+                buffer
+            }
+            None => self.new_buffer(class)?,
+        };
         let mut tensor = self.pooled_tensor(rows, cols, buffer);
         tensor.storage = storage;
         Ok(tensor)

@@ -39,8 +39,9 @@ const MAX_CACHED_BIND_GROUPS: usize = 16_384;
 const _: () = assert!(DISPATCHES_PER_SUBMIT <= MAX_STAMPED_DISPATCHES);
 
 struct OpenPass {
-    // Declared first so that it is dropped before the encoder it records into.
-    pass: wgpu::ComputePass<'static>,
+    // Declared first so that it is dropped before the encoder it records into. None after a
+    // clear, until the next dispatch begins a pass.
+    pass: Option<wgpu::ComputePass<'static>>,
     encoder: wgpu::CommandEncoder,
 }
 
@@ -109,7 +110,7 @@ struct BindKey {
 struct State {
     open: Option<OpenPass>,
     dispatches_in_pass: usize,
-    /// Dispatches recorded and host writes made, ever.
+    /// Dispatches recorded, buffers cleared and host writes made, ever.
     work_recorded: u64,
     params: ParamArena,
     bind_groups: HashMap<BindKey, wgpu::BindGroup>,
@@ -279,22 +280,24 @@ impl Recorder {
                 slot.insert(bind_group)
             }
         };
-        let open = state.open.get_or_insert_with(|| {
-            let mut encoder = self
+        let open = state.open.get_or_insert_with(|| OpenPass {
+            pass: None,
+            encoder: self
                 .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-            let pass = encoder
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None }),
+        });
+        let pass = open.pass.get_or_insert_with(|| {
+            open.encoder
                 .begin_compute_pass(&wgpu::ComputePassDescriptor::default())
-                .forget_lifetime();
-            OpenPass { pass, encoder }
+                .forget_lifetime()
         });
         state
             .profiler
-            .before_dispatch(&mut open.pass, program, class, bytes_read);
-        open.pass.set_pipeline(pipeline);
-        open.pass.set_bind_group(0, &*bind_group, &[]);
+            .before_dispatch(pass, program, class, bytes_read);
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, &*bind_group, &[]);
         let [x, y, z] = workgroups.map(|w| w as u32);
-        open.pass.dispatch_workgroups(x, y, z);
+        pass.dispatch_workgroups(x, y, z);
         state.dispatches_in_pass += 1;
         state.work_recorded += 1;
         if state.dispatches_in_pass >= DISPATCHES_PER_SUBMIT {
@@ -343,9 +346,10 @@ impl Recorder {
     /// Ends the open pass (if any) and returns its encoder for more commands.
     fn close(&self, state: &mut State) -> wgpu::CommandEncoder {
         match state.open.take() {
-            Some(OpenPass { mut pass, encoder }) => {
-                state.profiler.end_pass(&mut pass);
-                drop(pass);
+            Some(OpenPass { pass, encoder }) => {
+                if let Some(mut pass) = pass {
+                    state.profiler.end_pass(&mut pass);
+                }
                 state.dispatches_in_pass = 0;
                 encoder
             }
@@ -381,6 +385,30 @@ impl Recorder {
         let mut state = self.lock()?;
         let encoder = self.close(&mut state);
         self.submit(&mut state, encoder);
+        Ok(())
+    }
+
+    /// Zeroes `buffer` after the work recorded so far and before the work recorded next.
+    pub fn clear(&self, buffer: &wgpu::Buffer) -> Result<(), GpuError> {
+        let mut guard = self.lock()?;
+        let state = &mut *guard;
+        let mut open = match state.open.take() {
+            Some(mut open) => {
+                if let Some(mut pass) = open.pass.take() {
+                    state.profiler.end_pass(&mut pass);
+                }
+                open
+            }
+            None => OpenPass {
+                pass: None,
+                encoder: self
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None }),
+            },
+        };
+        open.encoder.clear_buffer(buffer, 0, None);
+        state.open = Some(open);
+        state.work_recorded += 1;
         Ok(())
     }
 
