@@ -2,8 +2,10 @@
 //! format and, for the prefill GEMM, their f16 copies.
 //!
 //! Activation buffers are recycled: a dropped tensor's buffer goes back to a pool by size class
-//! and the next op output of that class takes it. A forward then records the same buffers every
-//! token, so its bind groups come from the recorder's cache instead of being built per dispatch.
+//! and the next op output (or zero matrix, cleared) of that class takes it. A forward then
+//! records the same buffers every token, so its bind groups come from the recorder's cache
+//! instead of being built per dispatch. The pool gives its buffers back only when the f16 weight
+//! copies run out of memory ([`Wgpu::give_back_memory`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
