@@ -48,9 +48,9 @@ pub struct GpuOptions {
     /// Bytes of device memory the prefill GEMM on cooperative matrices may spend keeping its
     /// weights' f16 copies from their first GEMM on, instead of decoding the weights from their
     /// blocks again in every prefill (0: none, the default). A copy is about two bytes per
-    /// weight element: all of a 27B's take 49 GB. Weights past the budget, or past what the
-    /// device can allocate, are decoded in every prefill as without copies; the memory left
-    /// must still hold the activations and KV caches.
+    /// weight element: all of a 27B's take 49 GB. Weights past the budget are decoded in every
+    /// prefill as without copies; when the device cannot allocate a copy, every copy is let go
+    /// and all weights are. The memory left must still hold the activations and KV caches.
     pub f16_weight_copies: u64,
     /// Op classes (as the profile names them, e.g. "matmul q6_K") whose dispatches are not
     /// recorded: a diagnostic that prices a class by its absence; the results are wrong.
