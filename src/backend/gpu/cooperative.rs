@@ -15,7 +15,7 @@ use std::sync::{Arc, Weak};
 
 use super::kernels::{CooperativeShape, Kernel, Pipelines};
 use super::memory::{HalfMatrix, WeightPart};
-use super::ops::{f32_bytes, MatmulInput, WG};
+use super::ops::{f32_bytes, lock, MatmulInput, WG};
 use super::{GpuError, GpuTensor, GpuWeight, Wgpu};
 use crate::quant::GgmlType;
 
@@ -255,8 +255,7 @@ impl Wgpu {
         rows: usize,
     ) -> Result<Arc<HalfMatrix>, GpuError> {
         let part = &w.parts[index];
-        let poisoned = || GpuError::Device("a thread panicked while recording".into());
-        let mut copies = w.f16_copies.0.lock().map_err(|_| poisoned())?;
+        let mut copies = lock(&w.f16_copies.0)?;
         if let Some(copy) = copies.get(&(index, first)).and_then(Weak::upgrade) {
             return Ok(copy);
         }
@@ -276,10 +275,7 @@ impl Wgpu {
             Ok(copy) => {
                 let copy = Arc::new(copy);
                 copies.insert((index, first), Arc::downgrade(&copy));
-                self.kept_f16_copies
-                    .lock()
-                    .map_err(|_| poisoned())?
-                    .push(Arc::clone(&copy));
+                lock(&self.kept_f16_copies)?.push(Arc::clone(&copy));
                 Ok(copy)
             }
             Err(GpuError::OutOfMemory { needed, .. }) => {

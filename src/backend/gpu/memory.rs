@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
 
 use super::kernels::WeightFormat;
+use super::ops::lock;
 use super::{GpuError, Wgpu};
 use crate::quant::{row_bytes, GgmlType};
 
@@ -359,13 +360,7 @@ impl Wgpu {
     /// recorded so far, so that wgpu frees what no submitted work uses; the memory limit counts
     /// them as given back.
     pub(super) fn give_back_memory(&self) -> Result<(), GpuError> {
-        let copies = std::mem::take(
-            &mut *self
-                .kept_f16_copies
-                .lock()
-                .map_err(|_| GpuError::Device("a thread panicked while recording".into()))?,
-        );
-        drop(copies);
+        drop(std::mem::take(&mut *lock(&self.kept_f16_copies)?));
         let released = self.buffer_pool.release();
         self.allocated_bytes.fetch_sub(released, Ordering::Relaxed);
         self.recorder.submit_all()?;

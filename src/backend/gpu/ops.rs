@@ -133,7 +133,7 @@ pub(super) type LastQuantized = Reusable<(wgpu::Buffer, Option<wgpu::Buffer>, (u
 /// of a SwiGLU input) and dims.
 pub(super) type LastHalf = Reusable<(wgpu::Buffer, Option<wgpu::Buffer>, (usize, usize))>;
 
-fn lock<T>(slot: &Mutex<T>) -> Result<MutexGuard<'_, T>, GpuError> {
+pub(super) fn lock<T>(slot: &Mutex<T>) -> Result<MutexGuard<'_, T>, GpuError> {
     slot.lock()
         .map_err(|_| GpuError::Device("a thread panicked while recording".into()))
 }
