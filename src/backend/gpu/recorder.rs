@@ -282,9 +282,7 @@ impl Recorder {
         };
         let open = state.open.get_or_insert_with(|| OpenPass {
             pass: None,
-            encoder: self
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None }),
+            encoder: self.new_encoder(),
         });
         let pass = open.pass.get_or_insert_with(|| {
             open.encoder
@@ -343,20 +341,31 @@ impl Recorder {
         })
     }
 
-    /// Ends the open pass (if any) and returns its encoder for more commands.
-    fn close(&self, state: &mut State) -> wgpu::CommandEncoder {
+    fn new_encoder(&self) -> wgpu::CommandEncoder {
+        self.device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
+    }
+
+    /// The open encoder with its pass (if any) ended, or a new one; nothing is left open.
+    fn end_pass(&self, state: &mut State) -> OpenPass {
         match state.open.take() {
-            Some(OpenPass { pass, encoder }) => {
-                if let Some(mut pass) = pass {
+            Some(mut open) => {
+                if let Some(mut pass) = open.pass.take() {
                     state.profiler.end_pass(&mut pass);
                 }
-                state.dispatches_in_pass = 0;
-                encoder
+                open
             }
-            None => self
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None }),
+            None => OpenPass {
+                pass: None,
+                encoder: self.new_encoder(),
+            },
         }
+    }
+
+    /// Ends the open pass (if any) and returns its encoder for more commands.
+    fn close(&self, state: &mut State) -> wgpu::CommandEncoder {
+        state.dispatches_in_pass = 0;
+        self.end_pass(state).encoder
     }
 
     fn submit(
@@ -392,20 +401,7 @@ impl Recorder {
     pub fn clear(&self, buffer: &wgpu::Buffer) -> Result<(), GpuError> {
         let mut guard = self.lock()?;
         let state = &mut *guard;
-        let mut open = match state.open.take() {
-            Some(mut open) => {
-                if let Some(mut pass) = open.pass.take() {
-                    state.profiler.end_pass(&mut pass);
-                }
-                open
-            }
-            None => OpenPass {
-                pass: None,
-                encoder: self
-                    .device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None }),
-            },
-        };
+        let mut open = self.end_pass(state);
         open.encoder.clear_buffer(buffer, 0, None);
         state.open = Some(open);
         state.work_recorded += 1;
