@@ -11,7 +11,7 @@
 //! subgroup read a different row, one byte at a time, and starve the tensor cores.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use super::kernels::{CooperativeShape, Kernel, Pipelines};
 use super::memory::{HalfMatrix, WeightPart};
@@ -255,9 +255,11 @@ impl Wgpu {
         rows: usize,
     ) -> Result<Arc<HalfMatrix>, GpuError> {
         let part = &w.parts[index];
-        let mut copies = lock(&w.f16_copies.0)?;
-        if let Some(copy) = copies.get(&(index, first)).and_then(Weak::upgrade) {
-            return Ok(copy);
+        let key = (part.buffer.clone(), first);
+        // Held while the copy is decoded, so that no other GEMM decodes it too.
+        let mut copies = lock(&self.f16_copies)?;
+        if let Some(copy) = copies.get(&key) {
+            return Ok(Arc::clone(copy));
         }
         let scratch = || self.half_weights(w, part, first, rows).map(Arc::new);
         let (padded_rows, cols) = half_weight_dims(w, rows);
@@ -269,16 +271,17 @@ impl Wgpu {
             })
             .is_ok();
         if !budgeted {
+            drop(copies);
             return scratch();
         }
         match self.half_weights(w, part, first, rows) {
             Ok(copy) => {
                 let copy = Arc::new(copy);
-                copies.insert((index, first), Arc::downgrade(&copy));
-                lock(&self.kept_f16_copies)?.push(Arc::clone(&copy));
+                copies.insert(key, Arc::clone(&copy));
                 Ok(copy)
             }
             Err(GpuError::OutOfMemory { needed, .. }) => {
+                drop(copies);
                 log::warn!(
                     "wgpu: no memory for more f16 weight copies ({needed} bytes for {}): every \
                      copy is let go, and the weights are decoded in every prefill again",

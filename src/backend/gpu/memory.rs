@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use super::kernels::WeightFormat;
 use super::ops::lock;
@@ -160,9 +160,6 @@ pub struct GpuWeight {
     pub(crate) cols: usize,
     pub(crate) row_bytes: usize,
     pub(crate) parts: Vec<WeightPart>,
-    /// Its f16 copies for the cooperative GEMM, where they are kept
-    /// ([`super::GpuOptions::f16_weight_copies`]).
-    pub(crate) f16_copies: HalfWeightCopies,
 }
 
 /// An f16 matrix of `rows` × `cols` (both padded) in a pooled buffer, two halves a word.
@@ -172,12 +169,6 @@ pub(super) struct HalfMatrix {
     pub cols: usize,
     pub words: GpuTensor,
 }
-
-/// A weight's f16 copies kept for the cooperative GEMM ([`super::GpuOptions::f16_weight_copies`]),
-/// one per chunk of rows the GEMM takes, by (part, first row of the chunk in the part). The
-/// device holds them ([`Wgpu::give_back_memory`] lets them go), the weight only refers to them.
-#[derive(Debug, Default)]
-pub(crate) struct HalfWeightCopies(pub(super) Mutex<HashMap<(usize, usize), Weak<HalfMatrix>>>);
 
 /// Bytes staged at a time while padding a weight's blocks on upload.
 const PADDING_STAGING_BYTES: usize = 16 << 20;
@@ -360,7 +351,7 @@ impl Wgpu {
     /// recorded so far, so that wgpu frees what no submitted work uses; the memory limit counts
     /// them as given back.
     pub(super) fn give_back_memory(&self) -> Result<(), GpuError> {
-        drop(std::mem::take(&mut *lock(&self.kept_f16_copies)?));
+        drop(std::mem::take(&mut *lock(&self.f16_copies)?));
         let released = self.buffer_pool.release();
         self.allocated_bytes.fetch_sub(released, Ordering::Relaxed);
         self.recorder.submit_all()?;
@@ -580,7 +571,6 @@ impl Wgpu {
             cols,
             row_bytes: device_row_bytes,
             parts,
-            f16_copies: Default::default(),
         })
     }
 

@@ -82,9 +82,10 @@ pub struct Wgpu {
     /// Bytes the GEMMs may still spend on their weights' f16 copies
     /// ([`GpuOptions::f16_weight_copies`]); none once an allocation for one fails.
     f16_copies_left: std::sync::atomic::AtomicU64,
-    /// The weights' f16 copies, held here so that they can all be let go at once when memory
-    /// runs out ([`Wgpu::give_back_memory`]).
-    kept_f16_copies: Mutex<Vec<Arc<memory::HalfMatrix>>>,
+    /// The weights' f16 copies kept for the cooperative GEMM ([`GpuOptions::f16_weight_copies`]),
+    /// one per chunk of rows the GEMM takes, by weight part and first row of the chunk in it;
+    /// all let go at once when memory runs out ([`Wgpu::give_back_memory`]).
+    f16_copies: Mutex<std::collections::HashMap<(wgpu::Buffer, usize), Arc<memory::HalfMatrix>>>,
     /// Decode attention by query head ([`GpuOptions::per_head_attention`]).
     per_head_attention: bool,
     /// KV caches in f16 ([`GpuOptions::f16_kv_cache`]).
@@ -323,7 +324,7 @@ impl Wgpu {
             last_quantized: Mutex::new(None),
             last_half: Mutex::new(None),
             f16_copies_left: 0.into(),
-            kept_f16_copies: Mutex::new(Vec::new()),
+            f16_copies: Mutex::new(Default::default()),
             per_head_attention: options.per_head_attention,
             f16_kv_cache: options.f16_kv_cache,
             left_out: options.left_out.clone(),
