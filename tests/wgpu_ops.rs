@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 
 use half::{bf16, f16};
 use qwen35::backend::gpu::{
-    GpuError, GpuOptions, GpuTensor, GpuWeight, Storage, WeightFormat, Wgpu,
-    ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_PREFILL_MIN_ROWS, GEMM_MIN_ROWS,
+    GpuError, GpuOptions, GpuTensor, GpuWeight, Storage, WeightCopies, WeightFormat, Wgpu,
+    ATTENTION_PREFILL_MIN_ROWS, AUTO_COPIES_SHARE, DELTA_RULE_PREFILL_MIN_ROWS, GEMM_MIN_ROWS,
 };
 use qwen35::backend::{AttentionShape, DeltaNetShape, DeltaRule, KvCache, Qkv};
 use qwen35::compare::{compare_elements, Tolerance};
@@ -84,16 +84,19 @@ gpu_with! {
 gpu_with! {
     /// The GPU keeping every weight's f16 copies for the prefill GEMM (`--f16-weight-copies`).
     f16_weights_gpu {
-        f16_weight_copies: u64::MAX,
+        f16_weight_copies: WeightCopies::Bytes(u64::MAX),
     }
 }
 
 gpu_with! {
     /// The GPU with room for one f16 weight copy of 128 rows of 512 columns.
     one_f16_copy_gpu {
-        f16_weight_copies: 128 * 512 * 2,
+        f16_weight_copies: WeightCopies::Bytes(F16_COPY_BYTES),
     }
 }
+
+/// The bytes of the f16 copy of a 100-row part of a weight of 512 columns (padded to 128 rows).
+const F16_COPY_BYTES: u64 = 128 * 512 * 2;
 
 /// xorshift64*: reproducible inputs without a dependency.
 struct Rng(u64);
@@ -1862,7 +1865,7 @@ fn f16_weight_copies_give_their_memory_back_when_it_runs_out() {
     }
     let copies = |memory_limit: Option<u64>| {
         Wgpu::with_options(&GpuOptions {
-            f16_weight_copies: u64::MAX,
+            f16_weight_copies: WeightCopies::Bytes(u64::MAX),
             memory_limit,
             ..GpuOptions::default()
         })
@@ -1898,6 +1901,156 @@ fn f16_weight_copies_give_their_memory_back_when_it_runs_out() {
         // A GEMM dispatch per part, the decodes, and x converted once.
         let conversions = if round == 1 { 1 } else { 0 };
         assert_eq!(dispatches, 2 + decodes + conversions, "GEMM {round}");
+    }
+}
+
+/// The two-part Q4_K weight of the f16 copy tests, its input and their products.
+struct CopyCase {
+    bytes: Vec<u8>,
+    x: Vec<f32>,
+    want: Vec<f32>,
+}
+
+impl CopyCase {
+    const ROWS: usize = 200;
+    const COLS: usize = 512;
+    const TOKENS: usize = 9;
+
+    fn new(seed: u64) -> CopyCase {
+        let mut rng = Rng::new(seed);
+        let bytes = random_blocks(&mut rng, GgmlType::Q4_K, Self::ROWS * Self::COLS);
+        let x = rng.vec(Self::TOKENS * Self::COLS);
+        let want = reference_products(GgmlType::Q4_K, &bytes, Self::ROWS, &x, Self::COLS);
+        CopyCase { bytes, x, want }
+    }
+
+    /// The weight in two parts of 100 rows (one f16 copy each) and the input, on `device`.
+    fn load(&self, device: &Wgpu) -> (GpuWeight, GpuTensor) {
+        let weight = device
+            .upload_weight_in_parts(
+                "w",
+                GgmlType::Q4_K,
+                Self::ROWS,
+                Self::COLS,
+                &self.bytes,
+                100,
+            )
+            .unwrap();
+        (
+            weight,
+            device.upload(Self::TOKENS, Self::COLS, &self.x).unwrap(),
+        )
+    }
+
+    /// A GEMM on `device`, checked against the reference; returns its decoding dispatches
+    /// (besides one GEMM dispatch per part and x's conversion to f16 where `converts`).
+    fn gemm_decodes(
+        &self,
+        device: &Wgpu,
+        weight: &GpuWeight,
+        x: &GpuTensor,
+        converts: bool,
+    ) -> u64 {
+        use qwen35::backend::Backend;
+        Backend::take_stats(device);
+        let got = device.matmul(x, weight).unwrap();
+        let dispatches = Backend::take_stats(device).dispatches;
+        assert_close(
+            "GEMM",
+            &read_all(device, &got),
+            &self.want,
+            Numerics::gemm(device),
+        );
+        dispatches - 2 - u64::from(converts)
+    }
+}
+
+/// Automatic f16 copies (the default) on a device whose memory limit puts only the first part's
+/// copy within AUTO_COPIES_SHARE of it: that copy is kept, the second part is decoded in every
+/// GEMM.
+#[test]
+fn automatic_f16_weight_copies_stay_within_their_share_of_the_memory() {
+    if cooperative_gemm_gpu().is_none() {
+        return;
+    }
+    let case = CopyCase::new(37);
+    // Where the copies go without a limit: the second part's copy is the GEMM's last allocation.
+    let probe = Wgpu::with_options(&GpuOptions {
+        f16_weight_copies: WeightCopies::Bytes(u64::MAX),
+        ..GpuOptions::default()
+    })
+    .unwrap();
+    let (weight, x) = case.load(&probe);
+    probe.matmul(&x, &weight).unwrap();
+    // A limit whose share ends half a copy before the last allocation.
+    let share_end = probe.allocated_bytes() - F16_COPY_BYTES / 2;
+    let limit = (share_end / AUTO_COPIES_SHARE + 1) * 100;
+    let device = Wgpu::with_options(&GpuOptions {
+        memory_limit: Some(limit),
+        ..GpuOptions::default()
+    })
+    .unwrap();
+    assert_eq!(
+        GpuOptions::default().f16_weight_copies,
+        WeightCopies::Auto,
+        "the default"
+    );
+    let (weight, x) = case.load(&device);
+    for (round, decodes) in [(1, 2), (2, 1), (3, 1)] {
+        assert_eq!(
+            case.gemm_decodes(&device, &weight, &x, round == 1),
+            decodes,
+            "GEMM {round}: decoding dispatches"
+        );
+    }
+}
+
+/// A tensor that fits only once the f16 copies are let go, on a device whose memory limit the
+/// copies have filled: the allocation succeeds (the copies are let go), the tensor reads zeros,
+/// and the GEMMs after it decode both parts again and give the reference's products.
+#[test]
+fn an_allocation_past_the_memory_with_f16_copies_kept_lets_them_go() {
+    if cooperative_gemm_gpu().is_none() {
+        return;
+    }
+    let case = CopyCase::new(41);
+    let copies = |memory_limit: Option<u64>| {
+        Wgpu::with_options(&GpuOptions {
+            f16_weight_copies: WeightCopies::Bytes(u64::MAX),
+            memory_limit,
+            ..GpuOptions::default()
+        })
+        .unwrap()
+    };
+    let probe = copies(None);
+    let (weight, x) = case.load(&probe);
+    probe.matmul(&x, &weight).unwrap();
+    // Room for a tensor of both copies' bytes only without them.
+    let (rows, cols) = (64, 1024);
+    let tensor_bytes = (rows * cols * 4) as u64;
+    assert_eq!(tensor_bytes, 2 * F16_COPY_BYTES);
+    let device = copies(Some(probe.allocated_bytes() + tensor_bytes - 1));
+    let (weight, x) = case.load(&device);
+    assert_eq!(
+        case.gemm_decodes(&device, &weight, &x, true),
+        2,
+        "GEMM 1 decodes"
+    );
+    assert_eq!(
+        case.gemm_decodes(&device, &weight, &x, false),
+        0,
+        "GEMM 2 uses the copies"
+    );
+    let zeros = device
+        .zeros(rows, cols)
+        .expect("the tensor fits once the copies are let go");
+    assert!(read_all(&device, &zeros).iter().all(|&v| v == 0.0));
+    for round in [3, 4] {
+        assert_eq!(
+            case.gemm_decodes(&device, &weight, &x, false),
+            2,
+            "GEMM {round} after the copies were let go"
+        );
     }
 }
 

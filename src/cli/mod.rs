@@ -15,7 +15,7 @@ mod tokenize;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use qwen35::backend::gpu::GpuOptions;
+use qwen35::backend::gpu::{GpuOptions, WeightCopies};
 use qwen35::backend::BackendOptions;
 use qwen35::chat::ChatTemplate;
 use qwen35::gguf::{GgufError, GgufFile};
@@ -144,12 +144,13 @@ pub struct GpuArgs {
     #[arg(long)]
     pub q6_k_file_layout: bool,
     /// GPU memory for keeping the weights' f16 copies for the prefill GEMM (tensor cores only)
-    /// after the first prefill, so that later prefills skip decoding them (40 GB on an H200:
-    /// prefill 2–11% faster); a copy is about two bytes per weight (49 GB for all of a 27B
-    /// model's). The rest of the GPU's memory must still hold the model's activations and KV
-    /// caches; if it cannot hold a copy, every copy is let go.
-    #[arg(long, value_name = "BYTES", default_value_t = 0)]
-    pub f16_weight_copies: u64,
+    /// after the first prefill, so that later prefills skip decoding them; a copy is about two
+    /// bytes per weight (49 GB for all of a 27B model's). `auto` (the default): copies while
+    /// this program's use of the GPU stays within 80% of the memory the driver says it may use
+    /// (Vulkan; elsewhere none); a number: at most that many bytes; 0: none. Whenever the GPU
+    /// runs out of memory with copies kept, they are all let go.
+    #[arg(long, value_name = "auto|BYTES", default_value = "auto", value_parser = weight_copies)]
+    pub f16_weight_copies: WeightCopies,
 }
 
 /// The bundled default model, found where this program was built from.
@@ -232,6 +233,16 @@ fn number_in(text: &str, range: &str, accepts: impl Fn(f32) -> bool) -> Result<f
     match text.trim().parse::<f32>() {
         Ok(x) if x.is_finite() && accepts(x) => Ok(x),
         _ => Err(format!("must be a number {range}")),
+    }
+}
+
+fn weight_copies(text: &str) -> Result<WeightCopies, String> {
+    match text {
+        "auto" => Ok(WeightCopies::Auto),
+        bytes => bytes
+            .parse()
+            .map(WeightCopies::Bytes)
+            .map_err(|_| "must be `auto` or a whole number of bytes".to_string()),
     }
 }
 

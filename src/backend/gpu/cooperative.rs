@@ -245,8 +245,8 @@ impl Wgpu {
     /// Rows `first..first + rows` of part `index` of a weight in f16 for the GEMM: the weight's
     /// kept copy, decoded now if this is the chunk's first GEMM and the copies' budget
     /// ([`super::GpuOptions::f16_weight_copies`]) holds it; else decoded into scratch for this
-    /// GEMM alone. When the GPU has no memory for a copy, every copy is let go
-    /// ([`Wgpu::give_back_memory`]) so that the scratch fits, and no more are kept.
+    /// GEMM alone. When the GPU has no memory for a copy, no more are kept (and if the scratch
+    /// does not fit either, the copies kept are let go: [`Wgpu::let_copies_go`]).
     fn weight_halves(
         &self,
         w: &GpuWeight,
@@ -264,12 +264,13 @@ impl Wgpu {
         let scratch = || self.half_weights(w, part, first, rows).map(Arc::new);
         let (padded_rows, cols) = half_weight_dims(w, rows);
         let bytes = (padded_rows * cols * 2) as u64;
-        let budgeted = self
-            .f16_copies_left
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
-                left.checked_sub(bytes)
-            })
-            .is_ok();
+        let budgeted = (!self.f16_copies_auto || self.room_for_copy(bytes))
+            && self
+                .f16_copies_left
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                    left.checked_sub(bytes)
+                })
+                .is_ok();
         if !budgeted {
             drop(copies);
             return scratch();
@@ -282,13 +283,12 @@ impl Wgpu {
             }
             Err(GpuError::OutOfMemory { needed, .. }) => {
                 drop(copies);
-                log::warn!(
-                    "wgpu: no memory for more f16 weight copies ({needed} bytes for {}): every \
-                     copy is let go, and the weights are decoded in every prefill again",
+                log::info!(
+                    "wgpu: no memory for more f16 weight copies ({needed} bytes for {}): the \
+                     weights not yet copied are decoded in every prefill",
                     w.name
                 );
                 self.f16_copies_left.store(0, Ordering::Relaxed);
-                self.give_back_memory()?;
                 scratch()
             }
             Err(e) => Err(e),

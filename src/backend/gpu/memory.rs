@@ -11,8 +11,10 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
+use super::heap::{self, HeapBudget};
 use super::kernels::WeightFormat;
-use super::ops::lock;
+use super::ops::{lock, lock_poisoned};
+use super::options::AUTO_COPIES_SHARE;
 use super::{GpuError, Wgpu};
 use crate::quant::{row_bytes, GgmlType};
 
@@ -347,6 +349,11 @@ impl Wgpu {
         self.allocated_bytes.load(Ordering::Relaxed)
     }
 
+    /// The GPU memory this process may use and uses, where the driver says (Vulkan).
+    pub fn device_heap(&self) -> Option<HeapBudget> {
+        heap::device_heap(&self.device)
+    }
+
     /// Lets go of the weights' f16 copies and the pool's free buffers, and waits for the work
     /// recorded so far, so that wgpu frees what no submitted work uses; the memory limit counts
     /// them as given back.
@@ -361,8 +368,54 @@ impl Wgpu {
         Ok(())
     }
 
+    /// A buffer for a tensor; when the device has no memory for it while f16 weight copies are
+    /// kept, the copies are let go and the allocation tried again.
     fn new_buffer(&self, size: u64) -> Result<wgpu::Buffer, GpuError> {
-        self.allocate("a tensor", size, TENSOR_USAGE)
+        match self.allocate("a tensor", size, TENSOR_USAGE) {
+            Err(GpuError::OutOfMemory { .. }) if self.let_copies_go()? => {
+                self.allocate("a tensor", size, TENSOR_USAGE)
+            }
+            allocated => allocated,
+        }
+    }
+
+    /// Lets every f16 weight copy go, and keeps no more, so that an op's allocation fits
+    /// ([`Wgpu::give_back_memory`]); false (nothing done) when none is kept or one is being
+    /// decoded (the copy's own allocation failed: `weight_halves` decodes into scratch then).
+    pub(super) fn let_copies_go(&self) -> Result<bool, GpuError> {
+        let kept = match self.f16_copies.try_lock() {
+            Ok(copies) => !copies.is_empty(),
+            Err(std::sync::TryLockError::WouldBlock) => false,
+            Err(std::sync::TryLockError::Poisoned(_)) => return Err(lock_poisoned()),
+        };
+        if !kept {
+            return Ok(false);
+        }
+        log::warn!(
+            "wgpu: out of GPU memory with f16 weight copies kept: every copy is let go, and the \
+             weights are decoded in every prefill again"
+        );
+        self.f16_copies_left.store(0, Ordering::Relaxed);
+        self.give_back_memory()?;
+        Ok(true)
+    }
+
+    /// Whether `bytes` more of f16 weight copies leave this process's use of the device within
+    /// [`AUTO_COPIES_SHARE`] of the memory the driver says it may use, and of the memory limit
+    /// where one is set (with neither known, false).
+    pub(super) fn room_for_copy(&self, bytes: u64) -> bool {
+        let within =
+            |used: u64, total: u64| used.saturating_add(bytes) <= total / 100 * AUTO_COPIES_SHARE;
+        let under_limit = self
+            .memory_limit
+            .map(|limit| within(self.allocated_bytes(), limit));
+        let in_budget = self
+            .device_heap()
+            .map(|heap| within(heap.usage, heap.budget));
+        match (under_limit, in_budget) {
+            (None, None) => false,
+            (limit, budget) => limit.unwrap_or(true) && budget.unwrap_or(true),
+        }
     }
 
     /// A new buffer of `size` bytes, or out of memory (named as `what`) when the device or the

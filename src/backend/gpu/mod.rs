@@ -12,6 +12,7 @@ mod backend;
 mod cooperative;
 mod delta_chunks;
 mod error;
+mod heap;
 mod kernel_build;
 mod kernels;
 mod memory;
@@ -27,11 +28,12 @@ mod sampling;
 use std::sync::{Arc, Mutex};
 
 pub use error::GpuError;
+pub use heap::HeapBudget;
 pub use kernels::{kernel_sources, KernelSource, WeightFormat};
 pub use memory::{GpuTensor, GpuWeight, Storage};
 pub use msl_ops::MslLauncher;
 pub use ops::{ATTENTION_PREFILL_MIN_ROWS, DELTA_RULE_PREFILL_MIN_ROWS, GEMM_MIN_ROWS};
-pub use options::GpuOptions;
+pub use options::{GpuOptions, WeightCopies, AUTO_COPIES_SHARE};
 pub use sampling::MAX_TOP_K;
 
 pub(crate) use kernel_build::validated_pipeline;
@@ -82,6 +84,9 @@ pub struct Wgpu {
     /// Bytes the GEMMs may still spend on their weights' f16 copies
     /// ([`GpuOptions::f16_weight_copies`]); none once an allocation for one fails.
     f16_copies_left: std::sync::atomic::AtomicU64,
+    /// Whether a copy must also leave the device's memory within [`AUTO_COPIES_SHARE`] of its
+    /// budget ([`WeightCopies::Auto`]).
+    f16_copies_auto: bool,
     /// The weights' f16 copies kept for the cooperative GEMM ([`GpuOptions::f16_weight_copies`]),
     /// one per chunk of rows the GEMM takes, by weight part and first row of the chunk in it;
     /// all let go at once when memory runs out ([`Wgpu::give_back_memory`]).
@@ -324,6 +329,7 @@ impl Wgpu {
             last_quantized: Mutex::new(None),
             last_half: Mutex::new(None),
             f16_copies_left: 0.into(),
+            f16_copies_auto: false,
             f16_copies: Mutex::new(Default::default()),
             per_head_attention: options.per_head_attention,
             f16_kv_cache: options.f16_kv_cache,
@@ -337,7 +343,20 @@ impl Wgpu {
             gpu.cooperative_attention &= gpu.cooperative_matrix;
         }
         // After the check, whose GEMMs keep no copies.
-        gpu.f16_copies_left = options.f16_weight_copies.into();
+        gpu.f16_copies_left = match options.f16_weight_copies {
+            WeightCopies::Bytes(bytes) => bytes,
+            WeightCopies::Auto => u64::MAX,
+        }
+        .into();
+        gpu.f16_copies_auto = options.f16_weight_copies == WeightCopies::Auto;
+        match gpu.device_heap() {
+            Some(heap) => log::info!(
+                "wgpu: GPU memory: {} bytes this process may use, {} used",
+                heap.budget,
+                heap.usage
+            ),
+            None => log::info!("wgpu: GPU memory: the driver does not say how much is free"),
+        }
         log::info!(
             "wgpu: prefill attention {}",
             if gpu.cooperative_attention {

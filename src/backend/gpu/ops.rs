@@ -134,8 +134,12 @@ pub(super) type LastQuantized = Reusable<(wgpu::Buffer, Option<wgpu::Buffer>, (u
 pub(super) type LastHalf = Reusable<(wgpu::Buffer, Option<wgpu::Buffer>, (usize, usize))>;
 
 pub(super) fn lock<T>(slot: &Mutex<T>) -> Result<MutexGuard<'_, T>, GpuError> {
-    slot.lock()
-        .map_err(|_| GpuError::Device("a thread panicked while recording".into()))
+    slot.lock().map_err(|_| lock_poisoned())
+}
+
+/// The error of a lock that a thread panicked while holding.
+pub(super) fn lock_poisoned() -> GpuError {
+    GpuError::Device("a thread panicked while recording".into())
 }
 
 /// Weights one several-weight GEMV multiplies at most (gemv_several.wgsl).

@@ -45,13 +45,14 @@ pub struct GpuOptions {
     /// 3% faster on the H100 (benches/results/h100-2026-12-07-run40). Not with MSL kernels,
     /// which read the file's layout.
     pub q6_k_aligned: bool,
-    /// Bytes of device memory the prefill GEMM on cooperative matrices may spend keeping its
+    /// How much device memory the prefill GEMM on cooperative matrices may spend keeping its
     /// weights' f16 copies from their first GEMM on, instead of decoding the weights from their
-    /// blocks again in every prefill (0: none, the default). A copy is about two bytes per
-    /// weight element: all of a 27B's take 49 GB. Weights past the budget are decoded in every
-    /// prefill as without copies; when the device cannot allocate a copy, every copy is let go
-    /// and all weights are. The memory left must still hold the activations and KV caches.
-    pub f16_weight_copies: u64,
+    /// blocks again in every prefill. A copy is about two bytes per weight element: all of a
+    /// 27B's take 49 GB. Weights past the budget are decoded in every prefill as without
+    /// copies. When the device cannot allocate a copy, no more are kept; when it cannot
+    /// allocate anything else while copies are kept, every copy is let go and the allocation
+    /// tried again, so that copies never cost an op its memory.
+    pub f16_weight_copies: WeightCopies,
     /// Op classes (as the profile names them, e.g. "matmul q6_K") whose dispatches are not
     /// recorded: a diagnostic that prices a class by its absence; the results are wrong.
     pub left_out: Vec<String>,
@@ -71,8 +72,24 @@ impl Default for GpuOptions {
             per_head_attention: false,
             f16_kv_cache: false,
             q6_k_aligned: true,
-            f16_weight_copies: 0,
+            f16_weight_copies: WeightCopies::Auto,
             left_out: Vec::new(),
         }
     }
 }
+
+/// The budget of [`GpuOptions::f16_weight_copies`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightCopies {
+    /// At most this many bytes of copies (0: none).
+    Bytes(u64),
+    /// Copies while this process's use of the GPU's memory, with the copy, stays within
+    /// [`AUTO_COPIES_SHARE`] of what the driver says it may use (and of the memory limit, where
+    /// one is set); none where the driver does not say (off Vulkan).
+    Auto,
+}
+
+/// The share of the device's memory budget that automatic f16 weight copies may fill up to,
+/// in percent: the rest is left for activations, KV caches and other programs. On an H200 the
+/// 27B's 49 GB of copies fit within it; on a 24 GB card with that model, none do.
+pub const AUTO_COPIES_SHARE: u64 = 80;
