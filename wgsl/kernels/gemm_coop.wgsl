@@ -10,9 +10,9 @@
 //   B = Wᵀ block (depth × rows: the rows of w_tile read column-major),
 //   C += A·B.
 // The next step's columns are fetched into registers before the current step's products, so
-// that their latency hides behind the tensor cores, four halves (8 bytes) a load, stored as
-// they are (nothing unpacked or converted on the way), sixteen lanes to a tile row. Results go
-// out through a per-subgroup staging block, so that edge tiles write
+// that their latency hides behind the tensor cores. A subgroup of 32 fetches and stores one whole
+// tile row at a time (a word, two halves, a lane), which keeps the workgroup-memory stores free of
+// bank conflicts. Results go out through a per-subgroup staging block, so that edge tiles write
 // only what exists.
 
 struct Params {
@@ -27,8 +27,8 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> p: Params;
-@group(0) @binding(1) var<storage, read> x16: array<vec4<f16>>;
-@group(0) @binding(2) var<storage, read> w16: array<vec4<f16>>;
+@group(0) @binding(1) var<storage, read> x16: array<u32>;
+@group(0) @binding(2) var<storage, read> w16: array<u32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
 const TILE: u32 = 128u;
@@ -40,25 +40,25 @@ const THREADS: u32 = SUBGROUPS * SUBGROUP_SIZE;
 // Eight halves of padding keep every tile row 16-byte aligned, as cooperative loads require, and
 // put consecutive rows four banks apart.
 const TILE_STRIDE: u32 = DEPTH + 8u;
-// Quads of halves of a tile row, and of one matrix's tile each invocation fetches.
-const ROW_QUADS: u32 = DEPTH / 4u;
-const FETCHES: u32 = TILE * ROW_QUADS / THREADS;
-const_assert FETCHES * THREADS == TILE * ROW_QUADS;
+// Words (two halves each) of a tile row, and of one matrix's tile each invocation fetches.
+const ROW_WORDS: u32 = DEPTH / 2u;
+const FETCHES: u32 = TILE * ROW_WORDS / THREADS;
+const_assert FETCHES * THREADS == TILE * ROW_WORDS;
 
 var<workgroup> x_tile: array<f16, TILE * TILE_STRIDE>;
 var<workgroup> w_tile: array<f16, TILE * TILE_STRIDE>;
 var<workgroup> staging: array<f32, SUBGROUPS * BLOCK * BLOCK>;
-var<private> x_fetched: array<vec4<f16>, FETCHES>;
-var<private> w_fetched: array<vec4<f16>, FETCHES>;
+var<private> x_fetched: array<u32, FETCHES>;
+var<private> w_fetched: array<u32, FETCHES>;
 
 // Columns k0..k0+DEPTH of the tile's x rows and weight rows into registers.
 fn fetch(first_row: u32, first_token: u32, k0: u32, lid: u32) {
-    let row_quads = p.padded_cols / 4u;
+    let row_words = p.padded_cols / 2u;
     for (var j = 0u; j < FETCHES; j++) {
         let i = lid + j * THREADS;
-        let at = i / ROW_QUADS * row_quads + k0 / 4u + i % ROW_QUADS;
-        x_fetched[j] = x16[first_token * row_quads + at];
-        w_fetched[j] = w16[first_row * row_quads + at];
+        let at = i / ROW_WORDS * row_words + k0 / 2u + i % ROW_WORDS;
+        x_fetched[j] = x16[first_token * row_words + at];
+        w_fetched[j] = w16[first_row * row_words + at];
     }
 }
 
@@ -66,11 +66,14 @@ fn fetch(first_row: u32, first_token: u32, k0: u32, lid: u32) {
 fn store_fetched(lid: u32) {
     for (var j = 0u; j < FETCHES; j++) {
         let i = lid + j * THREADS;
-        let at = i / ROW_QUADS * TILE_STRIDE + 4u * (i % ROW_QUADS);
-        for (var e = 0u; e < 4u; e++) {
-            x_tile[at + e] = x_fetched[j][e];
-            w_tile[at + e] = w_fetched[j][e];
-        }
+        let at = i / ROW_WORDS * TILE_STRIDE + 2u * (i % ROW_WORDS);
+        // Exact: f16 → f32 → f16.
+        let xs = vec2<f16>(unpack2x16float(x_fetched[j]));
+        let ws = vec2<f16>(unpack2x16float(w_fetched[j]));
+        x_tile[at] = xs.x;
+        x_tile[at + 1u] = xs.y;
+        w_tile[at] = ws.x;
+        w_tile[at + 1u] = ws.y;
     }
 }
 
