@@ -1824,84 +1824,55 @@ fn cooperative_gemm_gpu() -> Option<&'static Wgpu> {
 /// part's copy and decode the other's rows every time, and both give the reference's products.
 #[test]
 fn f16_weight_copies_stay_within_their_budget() {
-    use qwen35::backend::Backend;
     if cooperative_gemm_gpu().is_none() {
         return;
     }
+    let case = CopyCase::new(29);
     let device = one_f16_copy_gpu();
-    let mut rng = Rng::new(29);
-    let (rows, cols, tokens) = (200, 512, 9);
-    let bytes = random_blocks(&mut rng, GgmlType::Q4_K, rows * cols);
-    let weight = device
-        .upload_weight_in_parts("w", GgmlType::Q4_K, rows, cols, &bytes, 100)
-        .unwrap();
-    let x = rng.vec(tokens * cols);
-    let want = reference_products(GgmlType::Q4_K, &bytes, rows, &x, cols);
-    let xt = device.upload(tokens, cols, &x).unwrap();
-    // (round, decoding dispatches, x converted to f16: only once, later GEMMs of x reuse it)
-    for (round, decodes, conversions) in [(1, 2, 1), (2, 1, 0), (3, 1, 0)] {
-        Backend::take_stats(device);
-        let got = device.matmul(&xt, &weight).unwrap();
-        let dispatches = Backend::take_stats(device).dispatches;
-        assert_close(
-            &format!("GEMM {round} with one part's copy kept"),
-            &read_all(device, &got),
-            &want,
-            Numerics::gemm(device),
+    let (weight, x) = case.load(device);
+    for (round, decodes) in [(1, 2), (2, 1), (3, 1)] {
+        assert_eq!(
+            case.gemm_decodes(device, &weight, &x, round == 1),
+            decodes,
+            "GEMM {round} with one part's copy kept: decoding dispatches"
         );
-        // A GEMM dispatch per part besides.
-        assert_eq!(dispatches, 2 + decodes + conversions, "GEMM {round}");
     }
 }
 
 /// A weight of two parts on a GPU whose memory limit leaves room for one part's f16 copy only:
-/// the second copy's allocation fails, every copy is let go so that the scratch fits, and this
-/// GEMM and the next give the reference's products, decoding both parts (no copy kept).
+/// the second copy's allocation fails, and so does the scratch it is decoded into instead, so
+/// every copy is let go and the scratch fits; this GEMM and the next give the reference's
+/// products, decoding both parts (no copy kept).
 #[test]
 fn f16_weight_copies_give_their_memory_back_when_it_runs_out() {
-    use qwen35::backend::Backend;
     if cooperative_gemm_gpu().is_none() {
         return;
     }
-    let copies = |memory_limit: Option<u64>| {
-        Wgpu::with_options(&GpuOptions {
-            f16_weight_copies: WeightCopies::Bytes(u64::MAX),
-            memory_limit,
-            ..GpuOptions::default()
-        })
-        .unwrap()
-    };
-    let mut rng = Rng::new(31);
-    let (rows, cols, tokens) = (200, 512, 9);
-    let bytes = random_blocks(&mut rng, GgmlType::Q4_K, rows * cols);
-    let x = rng.vec(tokens * cols);
-    let want = reference_products(GgmlType::Q4_K, &bytes, rows, &x, cols);
-    let load = |device: &Wgpu| {
-        let weight = device
-            .upload_weight_in_parts("w", GgmlType::Q4_K, rows, cols, &bytes, 100)
-            .unwrap();
-        (weight, device.upload(tokens, cols, &x).unwrap())
-    };
+    let case = CopyCase::new(31);
     // The same allocations on a device without a limit: the last is the second part's copy.
-    let unlimited = copies(None);
-    let (weight, xt) = load(&unlimited);
-    unlimited.matmul(&xt, &weight).unwrap();
-    let device = copies(Some(unlimited.allocated_bytes() - 1));
-    let (weight, xt) = load(&device);
-    for (round, decodes) in [(1, 2), (2, 2)] {
-        Backend::take_stats(&device);
-        let got = device.matmul(&xt, &weight).unwrap();
-        let dispatches = Backend::take_stats(&device).dispatches;
-        assert_close(
-            &format!("GEMM {round} after the copies ran out of memory"),
-            &read_all(&device, &got),
-            &want,
-            Numerics::gemm(&device),
+    let unlimited = every_copy_gpu(None);
+    let (weight, x) = case.load(&unlimited);
+    unlimited.matmul(&x, &weight).unwrap();
+    let device = every_copy_gpu(Some(unlimited.allocated_bytes() - 1));
+    let (weight, x) = case.load(&device);
+    for round in [1, 2] {
+        assert_eq!(
+            case.gemm_decodes(&device, &weight, &x, round == 1),
+            2,
+            "GEMM {round} after the copies ran out of memory: decoding dispatches"
         );
-        // A GEMM dispatch per part, the decodes, and x converted once.
-        let conversions = if round == 1 { 1 } else { 0 };
-        assert_eq!(dispatches, 2 + decodes + conversions, "GEMM {round}");
     }
+}
+
+/// A GPU keeping every f16 weight copy (`--f16-weight-copies` with no budget), under
+/// `memory_limit`.
+fn every_copy_gpu(memory_limit: Option<u64>) -> Wgpu {
+    Wgpu::with_options(&GpuOptions {
+        f16_weight_copies: WeightCopies::Bytes(u64::MAX),
+        memory_limit,
+        ..GpuOptions::default()
+    })
+    .unwrap()
 }
 
 /// The two-part Q4_K weight of the f16 copy tests, its input and their products.
@@ -1975,11 +1946,7 @@ fn automatic_f16_weight_copies_stay_within_their_share_of_the_memory() {
     }
     let case = CopyCase::new(37);
     // Where the copies go without a limit: the second part's copy is the GEMM's last allocation.
-    let probe = Wgpu::with_options(&GpuOptions {
-        f16_weight_copies: WeightCopies::Bytes(u64::MAX),
-        ..GpuOptions::default()
-    })
-    .unwrap();
+    let probe = every_copy_gpu(None);
     let (weight, x) = case.load(&probe);
     probe.matmul(&x, &weight).unwrap();
     // A limit whose share ends half a copy before the last allocation.
@@ -2014,22 +1981,14 @@ fn an_allocation_past_the_memory_with_f16_copies_kept_lets_them_go() {
         return;
     }
     let case = CopyCase::new(41);
-    let copies = |memory_limit: Option<u64>| {
-        Wgpu::with_options(&GpuOptions {
-            f16_weight_copies: WeightCopies::Bytes(u64::MAX),
-            memory_limit,
-            ..GpuOptions::default()
-        })
-        .unwrap()
-    };
-    let probe = copies(None);
+    let probe = every_copy_gpu(None);
     let (weight, x) = case.load(&probe);
     probe.matmul(&x, &weight).unwrap();
     // Room for a tensor of both copies' bytes only without them.
     let (rows, cols) = (64, 1024);
     let tensor_bytes = (rows * cols * 4) as u64;
     assert_eq!(tensor_bytes, 2 * F16_COPY_BYTES);
-    let device = copies(Some(probe.allocated_bytes() + tensor_bytes - 1));
+    let device = every_copy_gpu(Some(probe.allocated_bytes() + tensor_bytes - 1));
     let (weight, x) = case.load(&device);
     assert_eq!(
         case.gemm_decodes(&device, &weight, &x, true),
