@@ -90,6 +90,6 @@ pub enum WeightCopies {
 }
 
 /// The share of the device's memory budget that automatic f16 weight copies may fill up to,
-/// in percent: the rest is left for activations, KV caches and other programs. On an H200 the
-/// 27B's 49 GB of copies fit within it; on a 24 GB card with that model, none do.
+/// in percent: the rest is left for activations, KV caches and other programs. On an H200 all of
+/// the 27B's 49 GB of copies fit within it (run 46); on a 24 GB card with that model, a few GB do.
 pub const AUTO_COPIES_SHARE: u64 = 80;
