@@ -4,8 +4,9 @@
 //! Activation buffers are recycled: a dropped tensor's buffer goes back to a pool by size class
 //! and the next op output (or zero matrix, cleared) of that class takes it. A forward then
 //! records the same buffers every token, so its bind groups come from the recorder's cache
-//! instead of being built per dispatch. The pool gives its buffers back only when the f16 weight
-//! copies run out of memory ([`Wgpu::give_back_memory`]).
+//! instead of being built per dispatch. The pool gives its buffers back only when an allocation
+//! finds no memory while f16 weight copies are kept, together with the copies
+//! ([`Wgpu::let_copies_go`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
