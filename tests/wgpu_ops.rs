@@ -1973,8 +1973,9 @@ fn automatic_f16_weight_copies_stay_within_their_share_of_the_memory() {
 }
 
 /// A tensor that fits only once the f16 copies are let go, on a device whose memory limit the
-/// copies have filled: the allocation succeeds (the copies are let go), the tensor reads zeros,
-/// and the GEMMs after it decode both parts again and give the reference's products.
+/// copies have filled, made by an op (zeros) and uploaded from the host: the allocation succeeds
+/// (the copies are let go), the tensor reads what it should, and the GEMMs after it decode both
+/// parts again and give the reference's products.
 #[test]
 fn an_allocation_past_the_memory_with_f16_copies_kept_lets_them_go() {
     if cooperative_gemm_gpu().is_none() {
@@ -1988,28 +1989,34 @@ fn an_allocation_past_the_memory_with_f16_copies_kept_lets_them_go() {
     let (rows, cols) = (64, 1024);
     let tensor_bytes = (rows * cols * 4) as u64;
     assert_eq!(tensor_bytes, 2 * F16_COPY_BYTES);
-    let device = every_copy_gpu(Some(probe.allocated_bytes() + tensor_bytes - 1));
-    let (weight, x) = case.load(&device);
-    assert_eq!(
-        case.gemm_decodes(&device, &weight, &x, true),
-        2,
-        "GEMM 1 decodes"
-    );
-    assert_eq!(
-        case.gemm_decodes(&device, &weight, &x, false),
-        0,
-        "GEMM 2 uses the copies"
-    );
-    let zeros = device
-        .zeros(rows, cols)
-        .expect("the tensor fits once the copies are let go");
-    assert!(read_all(&device, &zeros).iter().all(|&v| v == 0.0));
-    for round in [3, 4] {
+    let values: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+    for uploaded in [false, true] {
+        let device = every_copy_gpu(Some(probe.allocated_bytes() + tensor_bytes - 1));
+        let (weight, x) = case.load(&device);
+        assert_eq!(
+            case.gemm_decodes(&device, &weight, &x, true),
+            2,
+            "GEMM 1 decodes"
+        );
         assert_eq!(
             case.gemm_decodes(&device, &weight, &x, false),
-            2,
-            "GEMM {round} after the copies were let go"
+            0,
+            "GEMM 2 uses the copies"
         );
+        let (tensor, want) = if uploaded {
+            (device.upload(rows, cols, &values), values.clone())
+        } else {
+            (device.zeros(rows, cols), vec![0.0; rows * cols])
+        };
+        let tensor = tensor.expect("the tensor fits once the copies are let go");
+        assert_eq!(read_all(&device, &tensor), want, "uploaded: {uploaded}");
+        for round in [3, 4] {
+            assert_eq!(
+                case.gemm_decodes(&device, &weight, &x, false),
+                2,
+                "GEMM {round} after the copies were let go (uploaded: {uploaded})"
+            );
+        }
     }
 }
 

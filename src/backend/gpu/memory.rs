@@ -369,18 +369,11 @@ impl Wgpu {
         Ok(())
     }
 
-    /// A buffer for a tensor; when the device has no memory for it while f16 weight copies are
-    /// kept, the copies are let go and the allocation tried again.
     fn new_buffer(&self, size: u64) -> Result<wgpu::Buffer, GpuError> {
-        match self.allocate("a tensor", size, TENSOR_USAGE) {
-            Err(GpuError::OutOfMemory { .. }) if self.let_copies_go()? => {
-                self.allocate("a tensor", size, TENSOR_USAGE)
-            }
-            allocated => allocated,
-        }
+        self.allocate("a tensor", size, TENSOR_USAGE)
     }
 
-    /// Lets every f16 weight copy go, and keeps no more, so that an op's allocation fits
+    /// Lets every f16 weight copy go, and keeps no more, so that an allocation fits
     /// ([`Wgpu::give_back_memory`]); false (nothing done) when none is kept or one is being
     /// decoded (the copy's own allocation failed: `weight_halves` decodes into scratch then).
     pub(super) fn let_copies_go(&self) -> Result<bool, GpuError> {
@@ -420,8 +413,22 @@ impl Wgpu {
     }
 
     /// A new buffer of `size` bytes, or out of memory (named as `what`) when the device or the
-    /// memory limit refuses it.
+    /// memory limit refuses it even after the f16 weight copies, if any are kept, are let go.
     fn allocate(
+        &self,
+        what: &str,
+        size: u64,
+        usage: wgpu::BufferUsages,
+    ) -> Result<wgpu::Buffer, GpuError> {
+        match self.allocate_once(what, size, usage) {
+            Err(GpuError::OutOfMemory { .. }) if self.let_copies_go()? => {
+                self.allocate_once(what, size, usage)
+            }
+            allocated => allocated,
+        }
+    }
+
+    fn allocate_once(
         &self,
         what: &str,
         size: u64,
